@@ -1,0 +1,3 @@
+//! kcontrol benchmark harness
+
+fn main() {}

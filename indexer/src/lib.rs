@@ -1,0 +1,25 @@
+//! The kcontrol object model and indexed store.
+//!
+//! - [`Object`]: what every stored object provides (metadata accessors), with
+//!   blanket implementations for all `k8s-openapi` types (Kubernetes API
+//!   version feature `v1_33`) and for custom resource structs that implement
+//!   `k8s_openapi::Resource` and `k8s_openapi::Metadata`;
+//! - [`ApiResource`] and [`Resource`]: where a resource lives on the server;
+//! - [`DynamicObject`]: any kind, resource given at run time;
+//! - keys: [`meta_namespace_key`], [`split_meta_namespace_key`], tombstones
+//!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]).
+
+mod dynamic;
+mod keys;
+mod object;
+
+pub use dynamic::{DynamicObject, TypeMeta};
+pub use keys::{
+    deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
+    DeletedFinalStateUnknown, KeyError, ObjectOrTombstone,
+};
+pub use object::{ApiResource, Object, Resource, Scope};
+
+/// Re-export of the `k8s-openapi` crate the object model is built on, so users
+/// name the same types (`kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap`).
+pub use k8s_openapi;

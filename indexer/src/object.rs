@@ -1,0 +1,224 @@
+//! The [`Object`] trait every stored Kubernetes object implements, and the
+//! description of the API resource it comes from ([`ApiResource`]).
+//!
+//! Every `k8s-openapi` resource type (and any type implementing
+//! `k8s_openapi::Resource` + `k8s_openapi::Metadata<Ty = ObjectMeta>`, such as a
+//! hand-written custom resource struct) gets [`Object`] and [`Resource`] through
+//! blanket implementations. [`DynamicObject`](crate::DynamicObject) implements
+//! [`Object`] with its resource given at run time.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+
+/// The labels or annotations of an object that has none.
+static EMPTY_MAP: BTreeMap<String, String> = BTreeMap::new();
+
+/// A Kubernetes object: anything with an [`ObjectMeta`].
+///
+/// Stores, queues and informers only need the metadata, so this is all the
+/// trait asks for; the accessors are provided on top of [`Object::meta`].
+pub trait Object: Send + Sync + 'static {
+    /// The object's metadata.
+    fn meta(&self) -> &ObjectMeta;
+
+    /// The object's metadata, mutably (used by transforms and writers).
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
+
+    /// `metadata.namespace`, `None` for cluster-scoped objects.
+    fn namespace(&self) -> Option<&str> {
+        self.meta().namespace.as_deref()
+    }
+
+    /// `metadata.name`, `None` when the object has none yet (e.g. before a
+    /// `generateName` create).
+    fn name(&self) -> Option<&str> {
+        self.meta().name.as_deref()
+    }
+
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str> {
+        self.meta().uid.as_deref()
+    }
+
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str> {
+        self.meta().resource_version.as_deref()
+    }
+
+    /// `metadata.labels`, empty when absent.
+    fn labels(&self) -> &BTreeMap<String, String> {
+        self.meta().labels.as_ref().unwrap_or(&EMPTY_MAP)
+    }
+
+    /// `metadata.annotations`, empty when absent.
+    fn annotations(&self) -> &BTreeMap<String, String> {
+        self.meta().annotations.as_ref().unwrap_or(&EMPTY_MAP)
+    }
+
+    /// `metadata.ownerReferences`, empty when absent.
+    fn owner_references(&self) -> &[OwnerReference] {
+        self.meta().owner_references.as_deref().unwrap_or(&[])
+    }
+
+    /// The owner reference with `controller: true`, if any.
+    fn controller_ref(&self) -> Option<&OwnerReference> {
+        self.owner_references()
+            .iter()
+            .find(|r| r.controller == Some(true))
+    }
+
+    /// `metadata.deletionTimestamp`: set once deletion has been requested.
+    fn deletion_timestamp(&self) -> Option<&Time> {
+        self.meta().deletion_timestamp.as_ref()
+    }
+}
+
+/// Where an API resource lives on the server: group, version, kind, plural
+/// and scope. Built at compile time for typed objects ([`Resource`]) and at
+/// run time for [`DynamicObject`](crate::DynamicObject)s.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ApiResource {
+    /// API group, empty for the core group (`""` for ConfigMaps, `"apps"` for Deployments).
+    pub group: Cow<'static, str>,
+    /// API version within the group (`"v1"`).
+    pub version: Cow<'static, str>,
+    /// The kind (`"ConfigMap"`).
+    pub kind: Cow<'static, str>,
+    /// The plural resource name used in URL paths (`"configmaps"`).
+    pub plural: Cow<'static, str>,
+    /// Whether objects of this resource live in a namespace.
+    pub namespaced: bool,
+}
+
+impl ApiResource {
+    /// A resource description from owned or static strings.
+    pub fn new(
+        group: impl Into<Cow<'static, str>>,
+        version: impl Into<Cow<'static, str>>,
+        kind: impl Into<Cow<'static, str>>,
+        plural: impl Into<Cow<'static, str>>,
+        namespaced: bool,
+    ) -> Self {
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+        }
+    }
+
+    /// The `apiVersion` field value: `version` for the core group, else `group/version`.
+    pub fn api_version(&self) -> Cow<'static, str> {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            Cow::Owned(format!("{}/{}", self.group, self.version))
+        }
+    }
+
+    /// The description of a typed resource, e.g. `ApiResource::of::<ConfigMap>()`.
+    pub fn of<K: Resource>() -> Self {
+        K::api_resource()
+    }
+}
+
+/// A typed object whose API resource is known at compile time.
+///
+/// Implemented for every type that implements `k8s_openapi::Resource` and
+/// `k8s_openapi::Metadata<Ty = ObjectMeta>` with a namespace or cluster scope:
+/// all `k8s-openapi` resources, and custom resource structs that implement
+/// those two traits.
+pub trait Resource: Object {
+    /// Where this resource lives on the server.
+    fn api_resource() -> ApiResource;
+}
+
+/// Whether a `k8s_openapi` resource scope is namespaced.
+pub trait Scope {
+    /// `true` for namespaced resources.
+    const NAMESPACED: bool;
+}
+
+impl Scope for k8s_openapi::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for k8s_openapi::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+impl<K> Object for K
+where
+    K: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static,
+{
+    fn meta(&self) -> &ObjectMeta {
+        self.metadata()
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        self.metadata_mut()
+    }
+}
+
+impl<K> Resource for K
+where
+    K: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static,
+    K::Scope: Scope,
+{
+    fn api_resource() -> ApiResource {
+        ApiResource {
+            group: Cow::Borrowed(K::GROUP),
+            version: Cow::Borrowed(K::VERSION),
+            kind: Cow::Borrowed(K::KIND),
+            plural: Cow::Borrowed(K::URL_PATH_SEGMENT),
+            namespaced: <K::Scope as Scope>::NAMESPACED,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+    #[test]
+    fn typed_resources_describe_themselves() {
+        let cm = ApiResource::of::<ConfigMap>();
+        assert_eq!(cm.group, "");
+        assert_eq!(cm.plural, "configmaps");
+        assert!(cm.namespaced);
+        assert_eq!(cm.api_version(), "v1");
+
+        let deploy = ApiResource::of::<Deployment>();
+        assert_eq!(deploy.api_version(), "apps/v1");
+        assert_eq!(deploy.kind, "Deployment");
+
+        assert!(!ApiResource::of::<Namespace>().namespaced);
+    }
+
+    #[test]
+    fn accessors_read_metadata_and_default_to_empty() {
+        let mut cm = ConfigMap::default();
+        assert!(cm.labels().is_empty());
+        assert!(cm.owner_references().is_empty());
+        assert_eq!(cm.name(), None);
+        cm.meta_mut().name = Some("a".into());
+        cm.meta_mut().owner_references = Some(vec![
+            OwnerReference {
+                name: "x".into(),
+                ..Default::default()
+            },
+            OwnerReference {
+                name: "y".into(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        assert_eq!(cm.name(), Some("a"));
+        assert_eq!(cm.controller_ref().map(|r| r.name.as_str()), Some("y"));
+    }
+}

@@ -1,0 +1,3 @@
+//! Foo to Deployment sample controller built on kcontrol
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! An in-process Kubernetes API server for testing controllers without a cluster
+//!
+//! Not built yet: see the open issue that introduces this crate.
