@@ -1,3 +1,49 @@
-//! kcontrol benchmark harness
+//! kcontrol's benchmark harness.
+//!
+//! `kcontrol-bench <scenario> [--json]` runs one scenario, each beside a
+//! reference measured in the same process, and prints a table or, with
+//! `--json`, one JSON object a line.
 
-fn main() {}
+mod fixtures;
+mod report;
+mod rss;
+
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+
+use report::Report;
+
+/// Benchmark scenarios.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    /// Measures the harness itself: building the fixture objects.
+    Fixtures,
+}
+
+/// kcontrol benchmark harness.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// The scenario to run.
+    #[arg(value_enum)]
+    scenario: Scenario,
+    /// Print one JSON object a line instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mut report = Report::new(args.json);
+    let result = match args.scenario {
+        Scenario::Fixtures => fixtures::bench(&mut report),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("kcontrol-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -12,7 +12,9 @@ pub enum KeyError {
     #[error("object has no name, so it has no key")]
     MissingName,
     /// The key is not `name` or `namespace/name` with non-empty parts.
-    #[error("unexpected key format {key:?}: want \"name\" or \"namespace/name\" with non-empty parts")]
+    #[error(
+        "unexpected key format {key:?}: want \"name\" or \"namespace/name\" with non-empty parts"
+    )]
     Malformed {
         /// The key as given.
         key: String,
@@ -147,12 +149,21 @@ mod tests {
 
     #[test]
     fn keys_of_namespaced_and_cluster_objects() {
-        assert_eq!(meta_namespace_key(&cm(Some("a"), Some("b"))).unwrap(), "a/b");
+        assert_eq!(
+            meta_namespace_key(&cm(Some("a"), Some("b"))).unwrap(),
+            "a/b"
+        );
         let mut ns = Namespace::default();
         ns.meta_mut().name = Some("kube-system".into());
         assert_eq!(meta_namespace_key(&ns).unwrap(), "kube-system");
-        assert_eq!(meta_namespace_key(&cm(Some("a"), None)), Err(KeyError::MissingName));
-        assert_eq!(meta_namespace_key(&cm(None, Some(""))), Err(KeyError::MissingName));
+        assert_eq!(
+            meta_namespace_key(&cm(Some("a"), None)),
+            Err(KeyError::MissingName)
+        );
+        assert_eq!(
+            meta_namespace_key(&cm(None, Some(""))),
+            Err(KeyError::MissingName)
+        );
     }
 
     #[test]
