@@ -7,10 +7,12 @@
 //! - [`ApiResource`] and [`Resource`]: where a resource lives on the server;
 //! - [`DynamicObject`]: any kind, resource given at run time;
 //! - keys: [`meta_namespace_key`], [`split_meta_namespace_key`], tombstones
-//!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]).
+//!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]);
+//! - [`KnownObjects`]: what a DeltaFIFO reads from the store.
 
 mod dynamic;
 mod keys;
+mod known;
 mod object;
 
 pub use dynamic::{DynamicObject, TypeMeta};
@@ -18,6 +20,7 @@ pub use keys::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
     DeletedFinalStateUnknown, KeyError, ObjectOrTombstone,
 };
+pub use known::KnownObjects;
 pub use object::{ApiResource, Object, Resource, Scope};
 
 /// Re-export of the `k8s-openapi` crate the object model is built on, so users
