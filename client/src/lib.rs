@@ -1,3 +1,101 @@
-//! Kubernetes API client for kcontrol: config, TLS, auth, requests and watch streams
+//! The Kubernetes API client of kcontrol: configuration (kubeconfig,
+//! in-cluster), an HTTPS transport (hyper 1, rustls), authentication
+//! (tokens, token files, client certificates, exec plugins), typed requests
+//! through [`Api<K>`], watch streams, `Status` errors and client-side rate
+//! limiting.
 //!
-//! Not built yet: see the open issue that introduces this crate.
+//! Built to be what client-go's `rest` and `tools/cache` ListerWatcher need:
+//! lists decode straight into [`ObjectList<K>`], watches into
+//! [`WatchEvent<K>`], and every failure is an [`Error`] with predicates such
+//! as [`Error::is_expired`] and [`Error::retry_after`].
+//!
+//! # Example
+//!
+//! Resolve a kubeconfig and build a client (runs without a server):
+//!
+//! ```
+//! use kcontrol_client::{Client, Config, Kubeconfig, KubeconfigOptions};
+//!
+//! let kubeconfig = Kubeconfig::from_yaml(r#"
+//! current-context: dev
+//! clusters:
+//! - name: local
+//!   cluster: { server: "http://127.0.0.1:8001" }
+//! users:
+//! - name: me
+//!   user: { token: "not-a-real-token" }
+//! contexts:
+//! - name: dev
+//!   context: { cluster: local, user: me, namespace: team-a }
+//! "#)?;
+//! let config = Config::from_custom_kubeconfig(&kubeconfig, &KubeconfigOptions::default())?;
+//! assert_eq!(config.default_namespace, "team-a");
+//! assert!(!format!("{config:?}").contains("not-a-real-token"));
+//! let client = Client::try_from(config)?;
+//! assert_eq!(client.server(), "http://127.0.0.1:8001");
+//! # Ok::<(), kcontrol_client::Error>(())
+//! ```
+//!
+//! List, then watch from the list's version (needs a server):
+//!
+//! ```no_run
+//! use futures::TryStreamExt;
+//! use kcontrol_client::{Api, Client, ListParams, WatchEvent, WatchParams};
+//! use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! # async fn run() -> Result<(), kcontrol_client::Error> {
+//! let client = Client::try_default()?;
+//! let configmaps: Api<ConfigMap> = Api::default_namespaced(client);
+//! let list = configmaps.list(&ListParams::default().limit(500)).await?;
+//! let version = list.resource_version().unwrap_or("").to_owned();
+//! let mut events = configmaps.watch(&WatchParams::default().timeout(300), &version).await?;
+//! while let Some(event) = events.try_next().await? {
+//!     match event {
+//!         WatchEvent::Added(cm) | WatchEvent::Modified(cm) => println!("{:?}", cm.metadata.name),
+//!         WatchEvent::Deleted(cm) => println!("gone: {:?}", cm.metadata.name),
+//!         WatchEvent::Bookmark(b) => println!("at {}", b.resource_version()),
+//!         WatchEvent::Error(status) if status.is_expired() => break, // relist
+//!         WatchEvent::Error(status) => return Err(status.into()),
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod api;
+mod auth;
+mod client;
+pub mod config;
+pub mod discovery;
+mod error;
+mod params;
+pub mod path;
+mod ratelimit;
+mod serde_util;
+mod status;
+mod tls;
+pub mod watch;
+mod wire;
+
+pub use api::Api;
+pub use auth::AuthError;
+pub use client::Client;
+pub use config::{
+    Auth, ClientIdentity, Config, ConfigError, ExecConfig, Kubeconfig, KubeconfigOptions,
+    RateLimit, TlsConfig, DEFAULT_MAX_WATCH_FRAME_SIZE,
+};
+pub use discovery::{DiscoveredResource, Discovery};
+pub use error::{ApiError, BoxError, Error};
+pub use params::{
+    DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+    ResourceVersionMatch, WatchParams,
+};
+pub use status::{Status, StatusCause, StatusDetails};
+pub use tls::{TlsError, TlsErrorKind};
+pub use watch::WatchStream;
+pub use wire::{
+    Bookmark, BookmarkMeta, DeleteResponse, ObjectList, WatchEvent, INITIAL_EVENTS_END_ANNOTATION,
+};
+
+/// Re-export of the secret string type used for tokens and passwords.
+pub use secrecy::{ExposeSecret, SecretString};

@@ -1,0 +1,341 @@
+//! [`Config`]: everything a [`Client`](crate::Client) needs to reach an API
+//! server: the URL, TLS settings, credentials, namespace, timeouts, rate
+//! limits. Built from a kubeconfig ([`Config::from_kubeconfig`]), from the
+//! pod's service account ([`Config::incluster`]), by trying both
+//! ([`Config::infer`]), or by hand ([`Config::new`]).
+
+mod incluster;
+mod kubeconfig;
+mod resolve;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+pub use crate::auth::{Auth, ExecConfig, ExecEnvVar, ExecInteractiveMode};
+pub use kubeconfig::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+    NamedExtension,
+};
+
+/// The default maximum size of one watch frame (one JSON event line): 64 MiB.
+pub const DEFAULT_MAX_WATCH_FRAME_SIZE: usize = 64 * 1024 * 1024;
+
+/// How a [`Client`](crate::Client) reaches and authenticates to an API server.
+///
+/// `Debug` never shows a secret (tokens, passwords, keys, exec environment values).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The server URL, e.g. `https://10.0.0.1:6443`; it may carry a path
+    /// prefix (`https://proxy/k8s/clusters/c1`), prepended to every request.
+    pub cluster_url: http::Uri,
+    /// The namespace `Api::default_namespaced` uses.
+    pub default_namespace: String,
+    /// TLS settings.
+    pub tls: TlsConfig,
+    /// Credentials.
+    pub auth: Auth,
+    /// Time allowed to open a TCP connection (default 30 s).
+    pub connect_timeout: Option<Duration>,
+    /// Time allowed for a whole non-watch request, body included (default
+    /// 120 s). Watches have no client-side limit: they end at the server's
+    /// `timeoutSeconds`.
+    pub request_timeout: Option<Duration>,
+    /// Client-side rate limit for non-watch requests; `None` turns it off.
+    /// Default: client-go's 5 QPS with a burst of 10.
+    pub rate_limit: Option<RateLimit>,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+    /// The largest watch frame accepted before the stream fails
+    /// ([`DEFAULT_MAX_WATCH_FRAME_SIZE`] by default).
+    pub max_watch_frame_size: usize,
+}
+
+/// TLS settings of a [`Config`].
+#[derive(Clone, Debug, Default)]
+pub struct TlsConfig {
+    /// CA certificates the server certificate must chain to. Empty means the
+    /// system's trust store.
+    pub root_certs: Vec<CertificateDer<'static>>,
+    /// Skip verification of the server certificate (logged as a warning).
+    pub insecure_skip_verify: bool,
+    /// The name to verify the server certificate against (and send as SNI)
+    /// instead of the host of the URL.
+    pub server_name: Option<String>,
+    /// A client certificate and key for mutual TLS.
+    pub client_identity: Option<ClientIdentity>,
+}
+
+/// A client certificate chain and its private key. `Debug` shows neither.
+#[derive(Clone)]
+pub struct ClientIdentity {
+    /// The certificate chain, leaf first.
+    pub cert_chain: Vec<CertificateDer<'static>>,
+    key: std::sync::Arc<PrivateKeyDer<'static>>,
+}
+
+impl ClientIdentity {
+    /// A certificate chain (leaf first) and its private key.
+    pub fn new(cert_chain: Vec<CertificateDer<'static>>, key: PrivateKeyDer<'static>) -> Self {
+        Self {
+            cert_chain,
+            key: std::sync::Arc::new(key),
+        }
+    }
+
+    /// Parses a PEM certificate chain and a PEM private key (PKCS#8, PKCS#1
+    /// or SEC1).
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Self, ConfigError> {
+        Ok(Self::new(
+            parse_pem_certs(cert_pem, "client certificate")?,
+            parse_pem_key(key_pem, "client key")?,
+        ))
+    }
+
+    /// The private key.
+    pub fn key(&self) -> &PrivateKeyDer<'static> {
+        &self.key
+    }
+}
+
+/// Parses a PEM private key. The error never quotes the input.
+pub(crate) fn parse_pem_key(
+    pem: &[u8],
+    field: &str,
+) -> Result<PrivateKeyDer<'static>, ConfigError> {
+    PrivateKeyDer::from_pem_slice(pem).map_err(|_| ConfigError::Invalid {
+        field: field.to_owned(),
+        message: "not a PEM private key (PKCS#8, PKCS#1 or SEC1)".to_owned(),
+    })
+}
+
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientIdentity")
+            .field("certificates", &self.cert_chain.len())
+            .field("key", &"[REDACTED]")
+            .finish()
+    }
+}
+
+/// Parses every certificate of a PEM bundle; at least one is required.
+pub(crate) fn parse_pem_certs(
+    pem: &[u8],
+    field: &str,
+) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ConfigError::Invalid {
+            field: field.to_owned(),
+            message: format!("not a valid PEM certificate bundle ({e})"),
+        })?;
+    if certs.is_empty() {
+        return Err(ConfigError::Invalid {
+            field: field.to_owned(),
+            message: "no PEM certificate found".to_owned(),
+        });
+    }
+    Ok(certs)
+}
+
+/// A token bucket: `qps` tokens per second, at most `burst` at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateLimit {
+    /// Sustained requests per second (must be > 0).
+    pub qps: f64,
+    /// Requests allowed at once (at least 1).
+    pub burst: u32,
+}
+
+impl Default for RateLimit {
+    /// client-go's defaults: 5 QPS, burst 10.
+    fn default() -> Self {
+        Self {
+            qps: 5.0,
+            burst: 10,
+        }
+    }
+}
+
+/// Which kubeconfig to read and which parts of it to use.
+#[derive(Clone, Debug, Default)]
+pub struct KubeconfigOptions {
+    /// An explicit kubeconfig file; `None` means `$KUBECONFIG` (a list of
+    /// files, merged) or `~/.kube/config`.
+    pub path: Option<PathBuf>,
+    /// Use this context instead of `current-context`.
+    pub context: Option<String>,
+    /// Use this cluster instead of the context's.
+    pub cluster: Option<String>,
+    /// Use this user instead of the context's.
+    pub user: Option<String>,
+}
+
+/// Why a configuration could not be loaded. Messages name the file and the
+/// field that was wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A kubeconfig file could not be read.
+    #[error("cannot read kubeconfig {path}: {source}")]
+    ReadKubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A kubeconfig file is not valid YAML of the expected shape.
+    #[error("malformed kubeconfig {path}: {source}")]
+    ParseKubeconfig {
+        /// The file (`<memory>` for a string).
+        path: String,
+        /// The YAML error, with the field path and line.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// No kubeconfig file was found.
+    #[error("no kubeconfig found ({0})")]
+    NoKubeconfig(String),
+    /// A file a kubeconfig field points to could not be read.
+    #[error("{field}: cannot read {path}: {source}")]
+    ReadFile {
+        /// The field (`users[alice].client-key`).
+        field: String,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A field has an invalid value, or a reference does not resolve.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// The field (`contexts[dev].cluster`, `clusters[prod].server`...).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Not running in a pod, or the service account files are missing.
+    #[error("in-cluster configuration: {0}")]
+    InCluster(String),
+    /// [`Config::infer`] found neither a usable kubeconfig nor an in-cluster
+    /// environment.
+    #[error("no usable configuration: kubeconfig: {kubeconfig}; in-cluster: {incluster}")]
+    Infer {
+        /// Why the kubeconfig attempt failed.
+        kubeconfig: Box<ConfigError>,
+        /// Why the in-cluster attempt failed.
+        incluster: Box<ConfigError>,
+    },
+}
+
+/// The default `User-Agent`: crate name, version, OS and architecture.
+fn default_user_agent() -> String {
+    format!(
+        "kcontrol-client/{} ({}/{})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
+impl Config {
+    /// A configuration for `cluster_url` with no credentials, the system
+    /// trust store, namespace `default` and the default timeouts and limits.
+    pub fn new(cluster_url: http::Uri) -> Self {
+        Self {
+            cluster_url,
+            default_namespace: "default".to_owned(),
+            tls: TlsConfig::default(),
+            auth: Auth::None,
+            connect_timeout: Some(Duration::from_secs(30)),
+            request_timeout: Some(Duration::from_secs(120)),
+            rate_limit: Some(RateLimit::default()),
+            user_agent: default_user_agent(),
+            max_watch_frame_size: DEFAULT_MAX_WATCH_FRAME_SIZE,
+        }
+    }
+
+    /// Loads a kubeconfig (an explicit file, else `$KUBECONFIG` merged
+    /// kubectl-style, else `~/.kube/config`) and resolves the selected
+    /// context into a configuration.
+    pub fn from_kubeconfig(options: &KubeconfigOptions) -> Result<Self, ConfigError> {
+        let kubeconfig = match &options.path {
+            Some(path) => Kubeconfig::read_from(path)?,
+            None => Kubeconfig::read_default()?,
+        };
+        Self::from_custom_kubeconfig(&kubeconfig, options)
+    }
+
+    /// Resolves a kubeconfig already in memory (`options.path` is ignored).
+    pub fn from_custom_kubeconfig(
+        kubeconfig: &Kubeconfig,
+        options: &KubeconfigOptions,
+    ) -> Result<Self, ConfigError> {
+        resolve::resolve(kubeconfig, options)
+    }
+
+    /// The configuration of a pod: `KUBERNETES_SERVICE_HOST`/`PORT`, the
+    /// service-account token (re-read when it rotates), CA and namespace.
+    pub fn incluster() -> Result<Self, ConfigError> {
+        incluster::load()
+    }
+
+    /// A kubeconfig if one is present (`$KUBECONFIG`, else
+    /// `~/.kube/config`), else the in-cluster configuration. The error names
+    /// both attempts.
+    pub fn infer() -> Result<Self, ConfigError> {
+        let kubeconfig_err = match Self::from_kubeconfig(&KubeconfigOptions::default()) {
+            Ok(config) => return Ok(config),
+            // A kubeconfig that exists but is broken is an error of its own:
+            // falling back to in-cluster would hide it.
+            Err(ConfigError::NoKubeconfig(reason)) => ConfigError::NoKubeconfig(reason),
+            Err(other) => return Err(other),
+        };
+        match Self::incluster() {
+            Ok(config) => Ok(config),
+            Err(incluster_err) => Err(ConfigError::Infer {
+                kubeconfig: Box::new(kubeconfig_err),
+                incluster: Box::new(incluster_err),
+            }),
+        }
+    }
+
+    /// Sets the request timeout for non-watch requests.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets (or with `None` turns off) client-side rate limiting.
+    #[must_use]
+    pub fn with_rate_limit(mut self, rate_limit: Option<RateLimit>) -> Self {
+        self.rate_limit = rate_limit;
+        self
+    }
+
+    /// Sets the credentials.
+    #[must_use]
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets the default namespace.
+    #[must_use]
+    pub fn with_default_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.default_namespace = namespace.into();
+        self
+    }
+
+    /// Sets the maximum watch frame size.
+    #[must_use]
+    pub fn with_max_watch_frame_size(mut self, bytes: usize) -> Self {
+        self.max_watch_frame_size = bytes;
+        self
+    }
+}

@@ -1,0 +1,269 @@
+//! The watch stream: the server sends one JSON event per line over a
+//! chunked body. [`FrameDecoder`] cuts the chunks into frames (a frame may
+//! span chunks, a chunk may hold several frames, frames larger than the
+//! limit are an error) without copying frames that sit inside one chunk;
+//! [`WatchStream`] decodes each frame straight into a [`WatchEvent`].
+//!
+//! After an error item (transport, oversized or undecodable frame) the
+//! stream ends. Nothing here panics on any input.
+
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use futures::Stream;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::wire::WatchEvent;
+
+/// Splits a byte stream into newline-terminated frames.
+#[derive(Debug)]
+pub struct FrameDecoder {
+    /// The unscanned rest of the last chunk.
+    current: Bytes,
+    /// The start of a frame that continues in a later chunk.
+    partial: BytesMut,
+    max_frame_size: usize,
+}
+
+impl FrameDecoder {
+    /// A decoder that rejects frames longer than `max_frame_size` bytes
+    /// (not counting the newline).
+    pub fn new(max_frame_size: usize) -> Self {
+        Self {
+            current: Bytes::new(),
+            partial: BytesMut::new(),
+            max_frame_size,
+        }
+    }
+
+    /// Adds a chunk. Call [`FrameDecoder::next_frame`] until it returns
+    /// `None` before pushing the next one (pushing earlier works, but copies).
+    pub fn push(&mut self, chunk: Bytes) {
+        if self.current.is_empty() {
+            self.current = chunk;
+        } else {
+            let mut joined = BytesMut::with_capacity(self.current.len() + chunk.len());
+            joined.extend_from_slice(&self.current);
+            joined.extend_from_slice(&chunk);
+            self.current = joined.freeze();
+        }
+    }
+
+    fn too_large(&self) -> Error {
+        Error::FrameTooLarge {
+            limit: self.max_frame_size,
+        }
+    }
+
+    /// The next complete frame, `None` when more input is needed. Empty
+    /// lines are skipped; a trailing `\r` is removed.
+    pub fn next_frame(&mut self) -> Result<Option<Bytes>, Error> {
+        loop {
+            if self.current.is_empty() {
+                return Ok(None);
+            }
+            let Some(newline) = memchr::memchr(b'\n', &self.current) else {
+                if self.partial.len() + self.current.len() > self.max_frame_size {
+                    return Err(self.too_large());
+                }
+                self.partial.extend_from_slice(&self.current);
+                self.current = Bytes::new();
+                return Ok(None);
+            };
+            let mut line = self.current.split_to(newline + 1);
+            line.truncate(newline);
+            let frame = if self.partial.is_empty() {
+                line
+            } else {
+                if self.partial.len() + line.len() > self.max_frame_size {
+                    return Err(self.too_large());
+                }
+                self.partial.extend_from_slice(&line);
+                self.partial.split().freeze()
+            };
+            if let Some(frame) = self.finish_frame(frame)? {
+                return Ok(Some(frame));
+            }
+        }
+    }
+
+    /// Trims a frame and checks its size; `None` for a blank line.
+    fn finish_frame(&self, mut frame: Bytes) -> Result<Option<Bytes>, Error> {
+        if frame.last() == Some(&b'\r') {
+            frame.truncate(frame.len() - 1);
+        }
+        if frame.len() > self.max_frame_size {
+            return Err(self.too_large());
+        }
+        if frame.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        Ok(Some(frame))
+    }
+
+    /// At the end of the body: the last frame if it had no newline.
+    pub fn finish(&mut self) -> Result<Option<Bytes>, Error> {
+        if let Some(frame) = self.next_frame()? {
+            return Ok(Some(frame));
+        }
+        let rest = self.partial.split().freeze();
+        self.finish_frame(rest)
+    }
+}
+
+/// A boxed stream of body chunks.
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>;
+
+/// A stream of [`WatchEvent`]s decoded from a stream of body chunks.
+///
+/// Returned by [`Api::watch`](crate::Api::watch); it can also be built over
+/// any chunk stream (tests, benchmarks, recorded bodies).
+pub struct WatchStream<K> {
+    source: ChunkStream,
+    decoder: FrameDecoder,
+    source_done: bool,
+    done: bool,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> std::fmt::Debug for WatchStream<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchStream")
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: DeserializeOwned> WatchStream<K> {
+    /// Decodes the events in `chunks`, rejecting frames over `max_frame_size` bytes.
+    pub fn new<S>(chunks: S, max_frame_size: usize) -> Self
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send + 'static,
+    {
+        Self {
+            source: Box::pin(chunks),
+            decoder: FrameDecoder::new(max_frame_size),
+            source_done: false,
+            done: false,
+            _k: PhantomData,
+        }
+    }
+
+    /// Ends the stream with `item` (an error or the last event).
+    fn last(
+        &mut self,
+        item: Result<WatchEvent<K>, Error>,
+    ) -> Poll<Option<Result<WatchEvent<K>, Error>>> {
+        if item.is_err() {
+            self.done = true;
+        }
+        Poll::Ready(Some(item))
+    }
+}
+
+/// Decodes one frame into an event.
+pub fn decode_event<K: DeserializeOwned>(frame: &[u8]) -> Result<WatchEvent<K>, Error> {
+    serde_json::from_slice(frame).map_err(|source| Error::Decode {
+        what: "watch event".to_owned(),
+        source,
+    })
+}
+
+impl<K: DeserializeOwned> Stream for WatchStream<K> {
+    type Item = Result<WatchEvent<K>, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            if self.done {
+                return Poll::Ready(None);
+            }
+            let frame = if self.source_done {
+                self.decoder.finish()
+            } else {
+                self.decoder.next_frame()
+            };
+            match frame {
+                Ok(Some(frame)) => return self.last(decode_event(&frame)),
+                Err(e) => return self.last(Err(e)),
+                Ok(None) if self.source_done => {
+                    self.done = true;
+                    return Poll::Ready(None);
+                }
+                Ok(None) => {}
+            }
+            match self.source.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => self.decoder.push(chunk),
+                Poll::Ready(Some(Err(e))) => return self.last(Err(e)),
+                Poll::Ready(None) => self.source_done = true,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(decoder: &mut FrameDecoder) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        while let Some(f) = decoder.next_frame().unwrap() {
+            out.push(f);
+        }
+        out
+    }
+
+    #[test]
+    fn several_frames_in_one_chunk_and_one_across_chunks() {
+        let mut d = FrameDecoder::new(100);
+        d.push(Bytes::from_static(b"{\"a\":1}\n{\"b\":2}\r\n\n{\"c\""));
+        assert_eq!(
+            frames(&mut d),
+            vec![
+                Bytes::from_static(b"{\"a\":1}"),
+                Bytes::from_static(b"{\"b\":2}")
+            ]
+        );
+        d.push(Bytes::from_static(b":3}"));
+        assert!(frames(&mut d).is_empty());
+        d.push(Bytes::from_static(b"\n"));
+        assert_eq!(frames(&mut d), vec![Bytes::from_static(b"{\"c\":3}")]);
+        assert_eq!(d.finish().unwrap(), None);
+    }
+
+    #[test]
+    fn frames_inside_a_chunk_are_not_copied() {
+        let chunk = Bytes::from_static(b"abc\ndef\n");
+        let mut d = FrameDecoder::new(100);
+        d.push(chunk.clone());
+        let got = frames(&mut d);
+        assert_eq!(got[1].as_ptr(), chunk[4..].as_ptr());
+    }
+
+    #[test]
+    fn unterminated_last_frame_is_returned_at_the_end() {
+        let mut d = FrameDecoder::new(100);
+        d.push(Bytes::from_static(b"x\ny"));
+        assert_eq!(frames(&mut d), vec![Bytes::from_static(b"x")]);
+        assert_eq!(d.finish().unwrap(), Some(Bytes::from_static(b"y")));
+    }
+
+    #[test]
+    fn size_limit_applies_within_and_across_chunks() {
+        let mut d = FrameDecoder::new(4);
+        d.push(Bytes::from_static(b"1234\n12345\n"));
+        assert_eq!(d.next_frame().unwrap(), Some(Bytes::from_static(b"1234")));
+        assert!(matches!(
+            d.next_frame(),
+            Err(Error::FrameTooLarge { limit: 4 })
+        ));
+        let mut d = FrameDecoder::new(4);
+        d.push(Bytes::from_static(b"12"));
+        assert!(d.next_frame().unwrap().is_none());
+        d.push(Bytes::from_static(b"345"));
+        assert!(matches!(d.next_frame(), Err(Error::FrameTooLarge { .. })));
+    }
+}
