@@ -191,11 +191,11 @@ impl Client {
         error: Box<dyn std::error::Error + Send + Sync>,
         connecting: bool,
     ) -> Error {
-        if let Some(tls_error) = tls::find_rustls_error(error.as_ref()) {
+        if let Some(tls_error) = tls::find_tls_failure(error.as_ref()) {
             return Error::Tls(TlsError {
-                kind: tls::classify(tls_error),
+                kind: tls::classify(&tls_error),
                 server: self.inner.server.to_string(),
-                source: tls_error.clone(),
+                source: tls_error,
             });
         }
         if connecting {

@@ -79,32 +79,80 @@ pub(crate) fn classify(error: &rustls::Error) -> TlsErrorKind {
             | AlertDescription::UnsupportedCertificate
             | AlertDescription::CertificateRevoked
             | AlertDescription::CertificateExpired
-            | AlertDescription::CertificateUnknown,
+            | AlertDescription::CertificateUnknown
+            // The server could not verify a signature the client made: the
+            // client certificate's (e.g. one from a CA with the same name).
+            | AlertDescription::DecryptError,
         ) => TlsErrorKind::ClientCertificate,
         _ => TlsErrorKind::Other,
     }
 }
 
-/// Finds a rustls error in an error's source chain (hyper and io wrap it).
-pub(crate) fn find_rustls_error<'a>(
+/// Walks an error's source chain. hyper and tokio-rustls wrap errors in
+/// `io::Error`s, whose `source()` skips the wrapped error, so those are
+/// opened with `get_ref()`. The depth is bounded.
+fn walk_chain<'a, T>(
     error: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a rustls::Error> {
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = current {
-        if let Some(found) = e.downcast_ref::<rustls::Error>() {
+    mut visit: impl FnMut(&'a (dyn std::error::Error + 'static)) -> Option<T>,
+) -> Option<T> {
+    let mut pending: Vec<&'a (dyn std::error::Error + 'static)> = vec![error];
+    let mut visited = 0;
+    while let Some(e) = pending.pop() {
+        visited += 1;
+        if visited > 32 {
+            return None;
+        }
+        if let Some(found) = visit(e) {
             return Some(found);
         }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(found) = io
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            {
-                return Some(found);
-            }
+        if let Some(source) = e.source() {
+            pending.push(source);
         }
-        current = e.source();
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            pending.push(inner);
+        }
     }
     None
+}
+
+/// The alert a server sent, when the error chain reports one only as text
+/// (rustls reports alerts received after the handshake, as TLS 1.3 client
+/// certificate rejections are, through an `io::Error` message).
+fn alert_from_message(message: &str) -> Option<AlertDescription> {
+    let name = message.strip_prefix("received fatal alert: ")?.trim();
+    let known = [
+        AlertDescription::CertificateRequired,
+        AlertDescription::BadCertificate,
+        AlertDescription::UnknownCA,
+        AlertDescription::UnsupportedCertificate,
+        AlertDescription::CertificateRevoked,
+        AlertDescription::CertificateExpired,
+        AlertDescription::CertificateUnknown,
+        AlertDescription::AccessDenied,
+        AlertDescription::HandshakeFailure,
+        AlertDescription::ProtocolVersion,
+        AlertDescription::DecryptError,
+        AlertDescription::InternalError,
+    ];
+    known.into_iter().find(|alert| format!("{alert:?}") == name)
+}
+
+/// The TLS failure in an error's source chain, if any.
+pub(crate) fn find_tls_failure(error: &(dyn std::error::Error + 'static)) -> Option<rustls::Error> {
+    walk_chain(error, |e| {
+        if let Some(found) = e.downcast_ref::<rustls::Error>() {
+            return Some(found.clone());
+        }
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.get_ref().is_none())
+        {
+            return None;
+        }
+        alert_from_message(&e.to_string()).map(rustls::Error::AlertReceived)
+    })
 }
 
 /// The client certificate presented in handshakes; an exec plugin can
@@ -284,12 +332,26 @@ mod tests {
     }
 
     #[test]
-    fn finds_rustls_errors_inside_io_errors() {
+    fn finds_rustls_errors_inside_nested_io_errors() {
         let io = std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer),
         );
-        let found = find_rustls_error(&io).unwrap();
-        assert_eq!(classify(found), TlsErrorKind::UnknownCa);
+        let found = find_tls_failure(&io).unwrap();
+        assert_eq!(classify(&found), TlsErrorKind::UnknownCa);
+        let wrapped = std::io::Error::other(io);
+        assert!(find_tls_failure(&wrapped).is_some());
+    }
+
+    #[test]
+    fn reads_alerts_reported_as_text() {
+        let io = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "received fatal alert: CertificateRequired",
+        );
+        let found = find_tls_failure(&io).unwrap();
+        assert_eq!(classify(&found), TlsErrorKind::ClientCertificate);
+        let other = std::io::Error::new(std::io::ErrorKind::InvalidData, "something else");
+        assert!(find_tls_failure(&other).is_none());
     }
 }
