@@ -177,15 +177,18 @@ impl Discovery {
     /// The resource of `kind` in `group`, in the preferred version when the
     /// kind exists there, else in any version.
     pub fn resolve_kind(&self, group: &str, kind: &str) -> Option<&ApiResource> {
-        let mut matching = self
+        let mut fallback = None;
+        for found in self
             .resources
             .iter()
-            .filter(|r| r.resource.group == group && r.resource.kind == kind);
-        let all: Vec<_> = matching.by_ref().collect();
-        all.iter()
-            .find(|r| r.preferred)
-            .or(all.first())
-            .map(|r| &r.resource)
+            .filter(|r| r.resource.group == group && r.resource.kind == kind)
+        {
+            if found.preferred {
+                return Some(&found.resource);
+            }
+            fallback.get_or_insert(&found.resource);
+        }
+        fallback
     }
 
     /// The resource of an exact group, version and kind.

@@ -190,9 +190,9 @@ mod tests {
                 .unwrap(),
             "/api/v1/namespaces/kube-system/configmaps/x"
         );
-        let foo = ApiResource::new("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos", true);
+        let foos = ApiResource::new("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos", true);
         assert_eq!(
-            ResourcePath::of(&foo)
+            ResourcePath::of(&foos)
                 .namespace("d")
                 .name("f")
                 .subresource("status")

@@ -371,6 +371,8 @@ users:
       env: [{{name: API_KEY, value: env-SECRET-4}}]
 - name: file
   user: {{tokenFile: token-file}}
+- name: provider
+  user: {{auth-provider: {{name: oidc, config: {{refresh-token: provider-SECRET-5, idp-issuer-url: "https://idp"}}}}}}
 contexts:
 - {{name: token, context: {{cluster: k, user: token}}}}
 - {{name: basic, context: {{cluster: k, user: basic}}}}

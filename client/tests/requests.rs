@@ -263,8 +263,8 @@ async fn exercise_every_request_kind(server: &TestServer, client: Client) {
     // dynamic objects
     let foos = ApiResource::new("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos", true);
     let dynamic: Api<DynamicObject> = Api::namespaced_with(client, "ns1", &foos);
-    let foo = dynamic.get("f").await.unwrap();
-    assert_eq!(foo.data["spec"]["replicas"], 2);
+    let sample = dynamic.get("f").await.unwrap();
+    assert_eq!(sample.data["spec"]["replicas"], 2);
 }
 
 #[tokio::test]

@@ -132,10 +132,22 @@ pub struct AuthInfo {
     pub exec: Option<ExecConfig>,
     /// A legacy auth provider (not supported: resolving a user that sets it fails).
     #[serde(default)]
-    pub auth_provider: Option<serde_json::Value>,
+    pub auth_provider: Option<AuthProviderConfig>,
     /// User impersonation (not supported: resolving a user that sets it fails).
     #[serde(default, rename = "as")]
     pub impersonate: Option<String>,
+}
+
+/// A legacy `auth-provider` section. Its settings (refresh tokens, client
+/// secrets) are kept as secrets.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct AuthProviderConfig {
+    /// The provider (`gcp`, `azure`, `oidc`).
+    #[serde(default)]
+    pub name: String,
+    /// Its settings.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub config: std::collections::BTreeMap<String, SecretString>,
 }
 
 /// A context with its name.

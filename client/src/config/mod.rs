@@ -16,8 +16,8 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 pub use crate::auth::{Auth, ExecConfig, ExecEnvVar, ExecInteractiveMode};
 pub use kubeconfig::{
-    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
-    NamedExtension,
+    AuthInfo, AuthProviderConfig, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster,
+    NamedContext, NamedExtension,
 };
 
 /// The default maximum size of one watch frame (one JSON event line): 64 MiB.
@@ -54,7 +54,7 @@ pub struct Config {
 }
 
 /// TLS settings of a [`Config`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct TlsConfig {
     /// CA certificates the server certificate must chain to. Empty means the
     /// system's trust store.
@@ -66,6 +66,17 @@ pub struct TlsConfig {
     pub server_name: Option<String>,
     /// A client certificate and key for mutual TLS.
     pub client_identity: Option<ClientIdentity>,
+}
+
+impl std::fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("root_certs", &self.root_certs.len())
+            .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .field("server_name", &self.server_name)
+            .field("client_identity", &self.client_identity)
+            .finish()
+    }
 }
 
 /// A client certificate chain and its private key. `Debug` shows neither.

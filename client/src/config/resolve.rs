@@ -331,10 +331,13 @@ fn user_auth(user: &AuthInfo, at: &dyn Fn(&str) -> String) -> Result<Auth, Confi
             password,
         });
     }
-    if user.auth_provider.is_some() {
+    if let Some(provider) = &user.auth_provider {
         return Err(invalid(
             at("auth-provider"),
-            "auth providers are not supported; use an exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin)",
+            format!(
+                "auth provider {:?} is not supported; use an exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin)",
+                provider.name
+            ),
         ));
     }
     Ok(Auth::None)
