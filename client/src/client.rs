@@ -238,6 +238,7 @@ impl Client {
                 let connecting = e.is_connect();
                 self.transport_error(Box::new(e), connecting)
             })?;
+            tracing::trace!(method = %parts.method, %uri, status = %response.status(), "API request");
             if response.status() == http::StatusCode::UNAUTHORIZED
                 && !retried
                 && self

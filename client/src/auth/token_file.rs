@@ -2,6 +2,9 @@
 //! (modification time or size) or a minute has passed, as client-go does for
 //! projected service-account tokens. When a re-read fails, the last good
 //! token is kept.
+//!
+//! The file is small and local, so it is read with blocking calls (one
+//! `stat` per request, a read when it changed); no thread hop is worth it.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
