@@ -6,10 +6,12 @@ use std::pin::pin;
 use std::time::Instant;
 
 use kcontrol_indexer::Object;
+use parking_lot::MutexGuard;
 
 use crate::delta::Deltas;
 use crate::error::{PopError, ProcessError};
-use crate::fifo::DeltaFifo;
+use crate::fifo::{DeltaFifo, State};
+use crate::queue::Entry;
 use crate::reentry::ProcessorScope;
 
 impl<K: Object> DeltaFifo<K> {
@@ -41,15 +43,8 @@ impl<K: Object> DeltaFifo<K> {
         if self.check_not_in_processor().is_err() {
             return Err(PopError::CalledFromProcessor);
         }
-        let mut process = process;
-        loop {
-            self.wait_for_key_blocking()?;
-            match self.process_front(process) {
-                Ok(result) => return result,
-                // Another popper took the key first.
-                Err(unused) => process = unused,
-            }
-        }
+        let taken = self.take_blocking()?;
+        self.run(taken, process)
     }
 
     /// [`pop`](Self::pop) for tokio tasks: waits without blocking the
@@ -63,22 +58,20 @@ impl<K: Object> DeltaFifo<K> {
         if self.check_not_in_processor().is_err() {
             return Err(PopError::CalledFromProcessor);
         }
-        let mut process = process;
-        loop {
-            self.wait_for_key_async().await?;
-            match self.process_front(process) {
-                Ok(result) => return result,
-                Err(unused) => process = unused,
-            }
-        }
+        let taken = self.take_async().await?;
+        self.run(taken, process)
     }
 
-    /// Returns once a key is queued, or with `Closed` once closed and empty.
-    fn wait_for_key_blocking<E>(&self) -> Result<(), PopError<E>> {
+    /// Blocks until an entry is taken (with the processing lock held), or
+    /// returns `Closed` once closed and empty.
+    fn take_blocking<E>(&self) -> Result<Taken<'_, K>, PopError<E>> {
         let mut st = self.state.lock();
         loop {
-            if !st.queue.is_empty() {
-                return Ok(());
+            while !st.queue.is_empty() {
+                match self.take_front(st) {
+                    Ok(taken) => return Ok(taken),
+                    Err(back) => st = back,
+                }
             }
             if st.closed {
                 return Err(PopError::Closed);
@@ -89,13 +82,17 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    async fn wait_for_key_async<E>(&self) -> Result<(), PopError<E>> {
+    /// [`take_blocking`](Self::take_blocking) for tasks.
+    async fn take_async<E>(&self) -> Result<Taken<'_, K>, PopError<E>> {
         loop {
             let mut notified = pin!(self.wake_tasks.notified());
             {
                 let mut st = self.state.lock();
-                if !st.queue.is_empty() {
-                    return Ok(());
+                while !st.queue.is_empty() {
+                    match self.take_front(st) {
+                        Ok(taken) => return Ok(taken),
+                        Err(back) => st = back,
+                    }
                 }
                 if st.closed {
                     return Err(PopError::Closed);
@@ -111,45 +108,88 @@ impl<K: Object> DeltaFifo<K> {
         }
     }
 
-    /// Takes the front entry and runs `process` on it, or gives `process`
-    /// back if the queue is empty by now.
-    fn process_front<T, E, F>(&self, process: F) -> Result<Result<T, PopError<E>>, F>
+    /// Takes the front entry with the processing lock, given the state lock
+    /// and a non-empty queue. When another processor runs, waits for it
+    /// (releasing the state lock, to keep the lock order) and gives the state
+    /// lock back if the queue emptied meanwhile.
+    fn take_front<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State<K>>,
+    ) -> Result<Taken<'a, K>, MutexGuard<'a, State<K>>> {
+        // `try_lock` never waits, so taking it under the state lock cannot
+        // deadlock; it is the usual case with one popper.
+        let processing = match self.processing.try_lock() {
+            Some(processing) => processing,
+            None => {
+                drop(st);
+                let processing = self.processing.lock();
+                st = self.state.lock();
+                processing
+            }
+        };
+        match st.queue.take_front() {
+            Some(entry) => Ok(Taken {
+                _processing: processing,
+                entry,
+            }),
+            None => {
+                drop(processing);
+                Err(st)
+            }
+        }
+    }
+
+    /// Runs `process` on a taken entry, then requeues it or accounts for it
+    /// before the processing lock is released.
+    fn run<T, E, F>(&self, taken: Taken<'_, K>, process: F) -> Result<T, PopError<E>>
     where
         F: FnOnce(&Deltas<K>, bool) -> Result<T, ProcessError<E>>,
     {
-        let _processing = self.processing.lock();
-        let Some(entry) = self.state.lock().queue.take_front() else {
-            return Err(process);
-        };
+        let Taken {
+            _processing: processing,
+            entry,
+        } = taken;
         let started = self.metrics.as_ref().map(|_| Instant::now());
         let outcome = {
             let _scope = ProcessorScope::enter(self.id());
             process(&entry.deltas, entry.initial)
         };
         let requeue = matches!(outcome, Err(ProcessError::Requeue(_)));
-        let depth = {
+        let mut depth = None;
+        let mut leftover = None;
+        if requeue || entry.initial || self.metrics.is_some() {
             let mut st = self.state.lock();
             if requeue {
                 let new = st.queue.requeue(entry);
                 self.wake(&st, usize::from(new));
             } else {
                 st.queue.finished(&entry);
+                leftover = Some(entry);
             }
-            st.queue.len()
-        };
-        // Unless requeued, the entry (and any object it alone kept alive) is
-        // dropped at the end, outside the state lock.
-        let result = match outcome {
-            Ok(value) => Ok(value),
-            Err(ProcessError::Requeue(e)) => Err(PopError::Requeued(e)),
-            Err(ProcessError::Failed(e)) => Err(PopError::Failed(e)),
-        };
-        if let (Some(metrics), Some(started)) = (&self.metrics, started) {
+            depth = Some(st.queue.len());
+        } else {
+            leftover = Some(entry);
+        }
+        drop(processing);
+        // The deltas (and any object only they kept alive) go outside the locks.
+        drop(leftover);
+        if let (Some(metrics), Some(started), Some(depth)) = (&self.metrics, started, depth) {
             metrics.processed(started.elapsed(), requeue);
             metrics.depth(depth);
         }
-        Ok(result)
+        match outcome {
+            Ok(value) => Ok(value),
+            Err(ProcessError::Requeue(e)) => Err(PopError::Requeued(e)),
+            Err(ProcessError::Failed(e)) => Err(PopError::Failed(e)),
+        }
     }
+}
+
+/// An entry taken from the queue, with the processing lock that covers it
+/// until it is processed and accounted for.
+struct Taken<'a, K> {
+    _processing: MutexGuard<'a, ()>,
+    entry: Entry<K>,
 }
 
 /// Un-counts a waiting task however its wait ends (woken or cancelled).
