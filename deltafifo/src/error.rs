@@ -5,7 +5,7 @@ use kcontrol_indexer::KeyError;
 
 /// Why a producer operation (`add`, `update`, `delete`, `replace`, `resync`,
 /// ...) did nothing. A failed operation leaves the FIFO unchanged.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FifoError {
     /// The object has no key (it has no name); nothing was queued.
     #[error("cannot queue the object: {0}")]
@@ -34,7 +34,7 @@ pub enum ProcessError<E> {
 }
 
 /// Why a pop handed nothing, or its processor reported an error.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PopError<E> {
     /// The FIFO is closed and empty.
     #[error("the DeltaFIFO is closed")]

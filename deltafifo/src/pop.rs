@@ -33,7 +33,9 @@ impl<K: Object> DeltaFifo<K> {
     /// queued again: at the back, or, if changes for the key were queued
     /// while it ran, in front of those (no change is lost), and `pop` returns
     /// [`PopError::Requeued`]. [`ProcessError::Failed`] drops them and returns
-    /// [`PopError::Failed`]. A processor that panics loses its deltas.
+    /// [`PopError::Failed`]. A processor that panics loses its deltas (as if
+    /// it had failed) and the panic goes on to the caller; the FIFO stays
+    /// usable.
     ///
     /// Returns [`PopError::Closed`] once the FIFO is closed and empty.
     pub fn pop<T, E, F>(&self, process: F) -> Result<T, PopError<E>>
@@ -152,7 +154,14 @@ impl<K: Object> DeltaFifo<K> {
         let started = self.metrics.as_ref().map(|_| Instant::now());
         let outcome = {
             let _scope = ProcessorScope::enter(self.id());
-            process(&entry.deltas, entry.initial)
+            let mut unwinding = PanicAccounting {
+                fifo: self,
+                initial: entry.initial,
+                armed: true,
+            };
+            let outcome = process(&entry.deltas, entry.initial);
+            unwinding.armed = false;
+            outcome
         };
         let requeue = matches!(outcome, Err(ProcessError::Requeue(_)));
         let mut depth = None;
@@ -163,7 +172,7 @@ impl<K: Object> DeltaFifo<K> {
                 let new = st.queue.requeue(entry);
                 self.wake(&st, usize::from(new));
             } else {
-                st.queue.finished(&entry);
+                st.queue.finished(entry.initial);
                 leftover = Some(entry);
             }
             depth = Some(st.queue.len());
@@ -190,6 +199,24 @@ impl<K: Object> DeltaFifo<K> {
 struct Taken<'a, K> {
     _processing: MutexGuard<'a, ()>,
     entry: Entry<K>,
+}
+
+/// Accounts for an entry whose processor panicked: it is dropped like a
+/// failed one, so `has_synced` is not held back forever.
+struct PanicAccounting<'a, K: Object> {
+    fifo: &'a DeltaFifo<K>,
+    initial: bool,
+    /// Cleared when the processor returns.
+    armed: bool,
+}
+
+impl<K: Object> Drop for PanicAccounting<'_, K> {
+    fn drop(&mut self) {
+        if self.armed {
+            tracing::error!("DeltaFIFO processor panicked; its deltas are dropped");
+            self.fifo.state.lock().queue.finished(self.initial);
+        }
+    }
 }
 
 /// Un-counts a waiting task however its wait ends (woken or cancelled).
@@ -394,5 +421,38 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(key, "ns/a");
+    }
+
+    #[test]
+    fn df7_a_panicking_processor_leaves_the_fifo_usable() {
+        let store = Arc::new(Store::default());
+        let fifo = fifo_with(&store);
+        fifo.replace([cm("a", 1), cm("b", 1)], "1").unwrap();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            fifo.pop(|_, _| -> Result<(), ProcessError<()>> { panic!("handler bug") })
+        }));
+        assert!(panicked.is_err());
+        // the lock and the reentrancy marker were released on unwind
+        fifo.delete(cm("b", 2)).unwrap();
+        assert_eq!(fifo.list_keys(), ["ns/b"]);
+        assert!(!fifo.has_synced());
+        pop_one(&fifo);
+        assert!(
+            fifo.has_synced(),
+            "the lost initial entry does not hold has_synced back"
+        );
+    }
+
+    #[test]
+    fn the_fifo_and_its_futures_can_cross_threads() {
+        fn send_sync<T: Send + Sync>(_: &T) {}
+        fn send<T: Send>(_: &T) {}
+        let fifo = plain();
+        send_sync(&fifo);
+        let stream = fifo.begin_replace().unwrap();
+        send_sync(&stream);
+        drop(stream);
+        let pop = fifo.pop_async(|_, _| Ok::<_, ProcessError<()>>(()));
+        send(&pop);
     }
 }

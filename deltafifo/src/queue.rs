@@ -75,8 +75,8 @@ impl<K> Queue<K> {
     }
 
     /// Accounts for a taken entry that will not come back.
-    pub(crate) fn finished(&mut self, entry: &Entry<K>) {
-        if entry.initial {
+    pub(crate) fn finished(&mut self, initial: bool) {
+        if initial {
             self.initial_pending = self.initial_pending.saturating_sub(1);
         }
     }
