@@ -232,6 +232,14 @@ fn check(store: &ThreadSafeStore<ConfigMap>, model: &Model) {
                 .collect();
             assert_eq!(&got, want_keys, "by_index {name}={value}");
             assert_eq!(objs.len(), want_keys.len());
+            for obj in &objs {
+                let key = meta_namespace_key(obj.as_ref()).unwrap();
+                let current = &model.items[&key];
+                assert!(
+                    Arc::ptr_eq(obj, current),
+                    "by_index {name}={value}: old {key}"
+                );
+            }
         }
         // index(): the union over a probe object's values.
         let func = &model.indexers.iter().find(|(n, _)| *n == name).unwrap().1;

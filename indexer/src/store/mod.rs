@@ -8,8 +8,9 @@
 //! user code: a panicking index function leaves the store unchanged.
 //!
 //! Keys are `Arc<str>`, allocated once per object and shared by the item
-//! map and every index set. An index value held by a single object needs no
-//! set. Maps use a fast seeded hasher (foldhash).
+//! map and every index. Index entries hold the object too, so a lookup by
+//! index value is one hash lookup, like a lookup by key. An index value held
+//! by a single object needs no map. Maps use a fast seeded hasher (foldhash).
 
 mod index;
 mod indexers;
@@ -23,7 +24,7 @@ use parking_lot::{RwLock, RwLockUpgradableReadGuard};
 use crate::keys::{meta_namespace_key, KeyError};
 use crate::known::KnownObjects;
 use crate::object::Object;
-use index::{Hasher, Index, Keys};
+use index::{Entries, EntriesIter, Hasher, Index};
 use indexers::{IndexFn, Values};
 
 pub use indexers::{namespace_index_func, IndexFunc, Indexers, NAMESPACE_INDEX};
@@ -52,7 +53,7 @@ pub enum StoreError {
 struct Indexer<K> {
     name: String,
     func: IndexFn<K>,
-    index: Index,
+    index: Index<K>,
 }
 
 /// Everything the lock guards.
@@ -70,19 +71,13 @@ impl<K> Inner<K> {
                 name: name.to_owned(),
             })
     }
+}
 
-    /// The stored objects of `keys` (every indexed key is stored).
-    fn objects<'a>(&self, keys: impl Iterator<Item = &'a Arc<str>>) -> Vec<Arc<K>> {
-        let mut out = Vec::with_capacity(keys.size_hint().0);
-        out.extend(keys.filter_map(|k| self.lookup(k)));
-        out
-    }
-
-    fn lookup(&self, key: &str) -> Option<Arc<K>> {
-        let obj = self.items.get(key).cloned();
-        debug_assert!(obj.is_some(), "indexed key {key:?} is not stored");
-        obj
-    }
+/// The objects of index entries.
+fn objects<K>(entries: EntriesIter<'_, K>) -> Vec<Arc<K>> {
+    let mut out = Vec::with_capacity(entries.size_hint().0);
+    out.extend(entries.map(|(_, obj)| Arc::clone(obj)));
+    out
 }
 
 /// A thread-safe map from key (`namespace/name`) to `Arc<K>`, with named
@@ -236,19 +231,14 @@ impl<K: Object> ThreadSafeStore<K> {
         };
         let mut inner = RwLockUpgradableReadGuard::upgrade(guard);
         for (i, (ix, new)) in inner.indexers.iter_mut().zip(&new_values).enumerate() {
-            let old = old_values.get(i);
-            if old.is_some_and(|old| old.same_as(new)) {
-                continue;
-            }
-            if let Some(old) = old {
+            if let Some(old) = old_values.get(i) {
                 for value in old.iter().filter(|v| !new.contains(v)) {
                     ix.index.remove(value, &key);
                 }
             }
+            // Unchanged values too: their entries must hold the new object.
             for value in new.iter() {
-                if !old.is_some_and(|old| old.contains(value)) {
-                    ix.index.add(value, &key);
-                }
+                ix.index.upsert(value, &key, &obj);
             }
         }
         inner.items.insert(key, obj)
@@ -268,14 +258,14 @@ impl<K: Object> ThreadSafeStore<K> {
             items.insert(Arc::from(key), obj);
         }
         let guard = self.inner.upgradable_read();
-        let indexes: Vec<Index> = guard
+        let indexes: Vec<Index<K>> = guard
             .indexers
             .iter()
             .map(|ix| build_index(&ix.func, &items))
             .collect();
         let mut inner = RwLockUpgradableReadGuard::upgrade(guard);
         let old_items = std::mem::replace(&mut inner.items, items);
-        let old_indexes: Vec<Index> = inner
+        let old_indexes: Vec<Index<K>> = inner
             .indexers
             .iter_mut()
             .zip(indexes)
@@ -392,13 +382,14 @@ impl<K: Object> ThreadSafeStore<K> {
         let inner = self.inner.read();
         let ix = inner.indexer(index_name)?;
         let values = ix.func.values(obj);
-        let sets: Vec<&Keys> = values.iter().filter_map(|v| ix.index.get(v)).collect();
-        Ok(match sets.as_slice() {
+        let found: Vec<&Entries<K>> = values.iter().filter_map(|v| ix.index.get(v)).collect();
+        Ok(match found.as_slice() {
             [] => Vec::new(),
-            [keys] => inner.objects(keys.iter()),
+            [entries] => objects(entries.iter()),
             many => {
-                let keys: HashSet<&Arc<str>, Hasher> = many.iter().flat_map(|k| k.iter()).collect();
-                inner.objects(keys.into_iter())
+                let unique: HashMap<&Arc<str>, &Arc<K>, Hasher> =
+                    many.iter().flat_map(|e| e.iter()).collect();
+                unique.into_values().cloned().collect()
             }
         })
     }
@@ -406,19 +397,17 @@ impl<K: Object> ThreadSafeStore<K> {
     /// The keys of the objects whose index `index_name` holds `value`.
     pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<String>, StoreError> {
         let inner = self.inner.read();
-        let keys = inner.indexer(index_name)?.index.get(value);
-        Ok(keys
-            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
+        let entries = inner.indexer(index_name)?.index.get(value);
+        Ok(entries
+            .map(|e| e.iter().map(|(key, _)| key.to_string()).collect())
             .unwrap_or_default())
     }
 
     /// The objects whose index `index_name` holds `value`.
     pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
         let inner = self.inner.read();
-        let keys = inner.indexer(index_name)?.index.get(value);
-        Ok(keys
-            .map(|keys| inner.objects(keys.iter()))
-            .unwrap_or_default())
+        let entries = inner.indexer(index_name)?.index.get(value);
+        Ok(entries.map(|e| objects(e.iter())).unwrap_or_default())
     }
 
     /// The objects whose index `index_name` holds `value` and for which
@@ -431,13 +420,13 @@ impl<K: Object> ThreadSafeStore<K> {
         mut keep: impl FnMut(&K) -> bool,
     ) -> Result<Vec<Arc<K>>, StoreError> {
         let inner = self.inner.read();
-        let Some(keys) = inner.indexer(index_name)?.index.get(value) else {
+        let Some(entries) = inner.indexer(index_name)?.index.get(value) else {
             return Ok(Vec::new());
         };
-        Ok(keys
+        Ok(entries
             .iter()
-            .filter_map(|k| inner.lookup(k))
-            .filter(|obj| keep(obj))
+            .filter(|(_, obj)| keep(obj))
+            .map(|(_, obj)| Arc::clone(obj))
             .collect())
     }
 
@@ -453,26 +442,30 @@ impl<K: Object> ThreadSafeStore<K> {
     }
 
     /// Checks that every index agrees with the items, for tests and
-    /// debugging: each indexed key is stored and its object has that value,
-    /// and each stored object is indexed under exactly its values. Returns
-    /// the first disagreement found, in words.
+    /// debugging: each index entry is a stored key holding the stored object,
+    /// which has that index value, and each stored object is indexed under
+    /// exactly its values. Returns the first disagreement found, in words.
     pub fn check_consistency(&self) -> Result<(), String> {
         let inner = self.inner.read();
         for ix in &inner.indexers {
+            let name = &ix.name;
             let mut indexed = 0usize;
-            for (value, keys) in ix.index.iter() {
-                for key in keys.iter() {
+            for (value, entries) in ix.index.iter() {
+                for (key, obj) in entries.iter() {
                     indexed += 1;
-                    let Some(obj) = inner.items.get(&**key) else {
+                    let Some(stored) = inner.items.get(&**key) else {
                         return Err(format!(
-                            "index {:?} value {value:?}: key {key:?} is not stored",
-                            ix.name
+                            "index {name:?} value {value:?}: key {key:?} is not stored"
                         ));
                     };
+                    if !Arc::ptr_eq(stored, obj) {
+                        return Err(format!(
+                            "index {name:?} value {value:?}: {key:?} holds an old object"
+                        ));
+                    }
                     if !ix.func.values(obj).contains(value) {
                         return Err(format!(
-                            "index {:?}: {key:?} is under {value:?} but no longer has it",
-                            ix.name
+                            "index {name:?}: {key:?} is under {value:?} but no longer has it"
                         ));
                     }
                 }
@@ -483,18 +476,16 @@ impl<K: Object> ThreadSafeStore<K> {
                 let distinct: HashSet<&str, Hasher> = values.iter().collect();
                 expected += distinct.len();
                 for value in distinct {
-                    if !ix.index.get(value).is_some_and(|keys| keys.contains(key)) {
+                    if ix.index.get(value).and_then(|e| e.get(key)).is_none() {
                         return Err(format!(
-                            "index {:?}: {key:?} is missing under {value:?}",
-                            ix.name
+                            "index {name:?}: {key:?} is missing under {value:?}"
                         ));
                     }
                 }
             }
             if indexed != expected {
                 return Err(format!(
-                    "index {:?} holds {indexed} entries, want {expected}",
-                    ix.name
+                    "index {name:?} holds {indexed} entries, want {expected}"
                 ));
             }
         }
@@ -503,11 +494,14 @@ impl<K: Object> ThreadSafeStore<K> {
 }
 
 /// An index of `items` computed from scratch.
-fn build_index<K: Object>(func: &IndexFn<K>, items: &HashMap<Arc<str>, Arc<K>, Hasher>) -> Index {
-    let mut index = Index::with_capacity(0);
+fn build_index<K: Object>(
+    func: &IndexFn<K>,
+    items: &HashMap<Arc<str>, Arc<K>, Hasher>,
+) -> Index<K> {
+    let mut index = Index::default();
     for (key, obj) in items {
         for value in func.values(obj).iter() {
-            index.add(value, key);
+            index.upsert(value, key, obj);
         }
     }
     index
