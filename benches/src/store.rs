@@ -252,9 +252,11 @@ fn by_index_speed(report: &mut Report, store: &ThreadSafeStore<ConfigMap>) -> Re
             Ok(objects)
         });
         let objects = result?;
-        let mut reference: HashMap<&str, Vec<Arc<ConfigMap>>> = HashMap::new();
-        for value in values {
-            reference.insert(value, store.by_index(index, value).map_err(err)?);
+        // Keys of their own (as any map has), not borrowed from the queries.
+        let mut reference: HashMap<String, Vec<Arc<ConfigMap>>> = HashMap::new();
+        for value in store.list_index_values(index).map_err(err)? {
+            let objects = store.by_index(index, &value).map_err(err)?;
+            reference.insert(value, objects);
         }
         let (_, reference_took) = timed(|| {
             for _ in 0..passes {
