@@ -7,6 +7,7 @@
 mod fixtures;
 mod report;
 mod rss;
+mod store;
 
 use std::process::ExitCode;
 
@@ -14,11 +15,17 @@ use clap::{Parser, ValueEnum};
 
 use report::Report;
 
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Benchmark scenarios.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Scenario {
     /// Measures the harness itself: building the fixture objects.
     Fixtures,
+    /// ThreadSafeStore: insert, update, get, by_index speed and memory per object.
+    Store,
 }
 
 /// kcontrol benchmark harness.
@@ -38,6 +45,7 @@ fn main() -> ExitCode {
     let mut report = Report::new(args.json);
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
+        Scenario::Store => store::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

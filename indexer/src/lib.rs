@@ -8,12 +8,20 @@
 //! - [`DynamicObject`]: any kind, resource given at run time;
 //! - keys: [`meta_namespace_key`], [`split_meta_namespace_key`], tombstones
 //!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]);
-//! - [`KnownObjects`]: what a DeltaFIFO reads from the store.
+//! - [`KnownObjects`]: what a DeltaFIFO reads from the store;
+//! - [`ThreadSafeStore`]: objects by key with named indexes (client-go's
+//!   indexer), and [`Lister`] to read it by namespace, name and label selector;
+//! - [`labels`]: label selectors (parse, match, print);
+//! - [`transform`]: transforms applied before storing ([`transform::strip_managed_fields`]).
 
 mod dynamic;
 mod keys;
 mod known;
+pub mod labels;
+mod lister;
 mod object;
+mod store;
+pub mod transform;
 
 pub use dynamic::{DynamicObject, TypeMeta};
 pub use keys::{
@@ -21,7 +29,11 @@ pub use keys::{
     DeletedFinalStateUnknown, KeyError, ObjectOrTombstone,
 };
 pub use known::KnownObjects;
+pub use lister::{Lister, NamespaceLister};
 pub use object::{ApiResource, Object, Resource, Scope};
+pub use store::{
+    namespace_index_func, IndexFunc, Indexers, StoreError, ThreadSafeStore, NAMESPACE_INDEX,
+};
 
 /// Re-export of the `k8s-openapi` crate the object model is built on, so users
 /// name the same types (`kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap`).
