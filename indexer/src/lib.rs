@@ -8,11 +8,13 @@
 //! - [`DynamicObject`]: any kind, resource given at run time;
 //! - keys: [`meta_namespace_key`], [`split_meta_namespace_key`], tombstones
 //!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]);
-//! - [`KnownObjects`]: what a DeltaFIFO reads from the store.
+//! - [`KnownObjects`]: what a DeltaFIFO reads from the store;
+//! - [`labels`]: label selectors (parse, match, print).
 
 mod dynamic;
 mod keys;
 mod known;
+pub mod labels;
 mod object;
 
 pub use dynamic::{DynamicObject, TypeMeta};
