@@ -79,7 +79,7 @@ pub(crate) fn configmaps() -> ResourceInfo {
         short: &["cm"],
         openapi: "io.k8s.api.core.v1.ConfigMap",
     });
-    r.printer_columns = vec![col("Data", "string", "!datacount", "Number of data entries", 0)];
+    r.printer_columns = vec![col("Data", "integer", "!datacount", "Number of data entries", 0)];
     r
 }
 
@@ -97,7 +97,7 @@ pub(crate) fn secrets() -> ResourceInfo {
     r.selectable_fields = vec!["type".into()];
     r.printer_columns = vec![
         col("Type", "string", ".type", "The type of the secret", 0),
-        col("Data", "string", "!datacount", "Number of data entries", 0),
+        col("Data", "integer", "!datacount", "Number of data entries", 0),
     ];
     r
 }

@@ -67,17 +67,6 @@ pub(crate) struct Metrics {
     watches_opened: AtomicU64,
 }
 
-/// Decrements the open-watch gauge when dropped.
-pub(crate) struct WatchGuard<'a> {
-    metrics: &'a Metrics,
-}
-
-impl Drop for WatchGuard<'_> {
-    fn drop(&mut self) {
-        self.metrics.active_watches.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 impl Metrics {
     pub(crate) fn new(log_capacity: usize) -> Self {
         Self {
@@ -107,10 +96,13 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn watch_started(&self) -> WatchGuard<'_> {
+    pub(crate) fn watch_started(&self) {
         self.active_watches.fetch_add(1, Ordering::SeqCst);
         self.watches_opened.fetch_add(1, Ordering::SeqCst);
-        WatchGuard { metrics: self }
+    }
+
+    pub(crate) fn watch_ended(&self) {
+        self.active_watches.fetch_sub(1, Ordering::SeqCst);
     }
 
     pub(crate) fn counters(&self) -> Counters {

@@ -97,16 +97,6 @@ impl Registry {
             .map(|(_, i)| i.clone())
     }
 
-    /// The storage-version resource of a kind in a group.
-    pub(crate) fn by_kind(&self, group: &str, kind: &str) -> Option<Arc<ResourceInfo>> {
-        let inner = self.inner.read();
-        inner
-            .resources
-            .values()
-            .find(|i| i.group == group && i.kind == kind && i.is_storage_version())
-            .cloned()
-    }
-
     /// Every resource served at group/version.
     pub(crate) fn resources_in(&self, group: &str, version: &str) -> Vec<Arc<ResourceInfo>> {
         let inner = self.inner.read();
@@ -160,7 +150,7 @@ mod tests {
         let r = Registry::default();
         r.register(crate::builtin::all());
         assert!(r.get("apps", "v1", "deployments").is_some());
-        assert!(r.by_kind("", "ConfigMap").is_some());
+        assert!(r.storage_info("", "configmaps").is_some());
         assert_eq!(r.groups().first().map(|g| g.name.as_str()), Some(""));
         r.unregister("apps", "deployments");
         assert!(r.get("apps", "v1", "deployments").is_none());

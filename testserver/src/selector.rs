@@ -123,11 +123,6 @@ impl FieldSelector {
     pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.requirements.iter().all(|r| (Self::field_value(obj, &r.field) == r.value) == r.equal)
     }
-
-    /// The exact value a field must have, if the selector pins it.
-    pub(crate) fn exact(&self, field: &str) -> Option<&str> {
-        self.requirements.iter().find(|r| r.equal && r.field == field).map(|r| r.value.as_str())
-    }
 }
 
 /// Label and field selectors of a list or watch.
@@ -186,7 +181,7 @@ mod tests {
         assert_eq!(s.requirements.len(), 3);
         assert_eq!(s.requirements.first().map(|r| r.value.as_str()), Some("a,b"));
         assert_eq!(s.requirements.get(1).map(|r| r.equal), Some(false));
-        assert_eq!(s.exact("type"), Some("y"));
+        assert_eq!(s.requirements.get(2).map(|r| (r.field.as_str(), r.value.as_str(), r.equal)), Some(("type", "y", true)));
         assert!(FieldSelector::parse("nonsense").is_err());
         assert_eq!(FieldSelector::parse("").map(|s| s.requirements.len()), Ok(0));
     }

@@ -23,8 +23,8 @@ struct Pending {
     owners: bool,
 }
 
-/// Runs the controllers until the message channel closes.
-pub(crate) async fn run(core: Arc<Core>, mut inputs: ControllerInputs) {
+/// Runs the controllers until shutdown.
+pub(crate) async fn run(core: Arc<Core>, mut inputs: ControllerInputs, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let mut pending = Pending::default();
     let mut tick = tokio::time::interval(RETRY_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -35,6 +35,7 @@ pub(crate) async fn run(core: Arc<Core>, mut inputs: ControllerInputs) {
                 None => return,
             },
             _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
         }
         progress(&core, &mut pending);
     }

@@ -36,8 +36,6 @@ pub(crate) struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager`.
     pub field_manager: Option<String>,
-    /// `force` (server-side apply).
-    pub force: bool,
 }
 
 /// The result of a write.

@@ -136,16 +136,3 @@ mod tests {
     }
 }
 
-impl History {
-    /// Changes the window size, evicting the oldest events if needed.
-    pub(crate) fn resize(&mut self, capacity: usize) {
-        self.capacity = capacity.max(1);
-        while self.events.len() > self.capacity {
-            self.events.pop_front();
-            self.first_seq += 1;
-            if let Some(front) = self.events.front() {
-                self.floor_rv = self.floor_rv.max(front.rv.saturating_sub(1));
-            }
-        }
-    }
-}

@@ -160,15 +160,6 @@ impl Store {
     pub(crate) fn dependents_of(&self, uid: &str) -> Vec<ObjectLocation> {
         self.index.lock().dependents.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default()
     }
-
-    /// Changes the history window for resources created from now on and
-    /// for existing ones at their next write.
-    pub(crate) fn set_history_capacity(&self, cap: usize) {
-        self.history_capacity.store(cap.max(1), Ordering::Relaxed);
-        for rs in self.all_resources() {
-            rs.state.write().history.set_capacity(cap);
-        }
-    }
 }
 
 /// The state under a resource's lock.
@@ -395,12 +386,6 @@ impl ResourceStore {
             }
         }
         Ok(ListPage { items, rv, last_key, remaining })
-    }
-}
-
-impl History {
-    fn set_capacity(&mut self, cap: usize) {
-        self.resize(cap);
     }
 }
 
