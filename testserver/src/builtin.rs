@@ -3,7 +3,13 @@
 
 use crate::resource::{Behavior, PrinterColumn, ResourceInfo};
 
-fn col(name: &str, type_: &str, json_path: &str, description: &str, priority: i64) -> PrinterColumn {
+fn col(
+    name: &str,
+    type_: &str,
+    json_path: &str,
+    description: &str,
+    priority: i64,
+) -> PrinterColumn {
     PrinterColumn {
         name: name.into(),
         type_: type_.into(),
@@ -64,7 +70,13 @@ pub(crate) fn namespaces() -> ResourceInfo {
     r.return_deleted_object = true;
     r.behavior = Behavior::Namespace;
     r.selectable_fields = vec!["status.phase".into()];
-    r.printer_columns = vec![col("Status", "string", ".status.phase", "The status of the namespace", 0)];
+    r.printer_columns = vec![col(
+        "Status",
+        "string",
+        ".status.phase",
+        "The status of the namespace",
+        0,
+    )];
     r
 }
 
@@ -79,7 +91,13 @@ pub(crate) fn configmaps() -> ResourceInfo {
         short: &["cm"],
         openapi: "io.k8s.api.core.v1.ConfigMap",
     });
-    r.printer_columns = vec![col("Data", "integer", "!datacount", "Number of data entries", 0)];
+    r.printer_columns = vec![col(
+        "Data",
+        "integer",
+        "!datacount",
+        "Number of data entries",
+        0,
+    )];
     r
 }
 
@@ -132,9 +150,27 @@ pub(crate) fn events() -> ResourceInfo {
     .collect();
     r.printer_columns = vec![
         col("Type", "string", ".type", "Type of this event", 0),
-        col("Reason", "string", ".reason", "Short, machine understandable string that gives the reason", 0),
-        col("Object", "string", "!eventobject", "The object this Event is about", 0),
-        col("Message", "string", ".message", "A human-readable description of the status", 0),
+        col(
+            "Reason",
+            "string",
+            ".reason",
+            "Short, machine understandable string that gives the reason",
+            0,
+        ),
+        col(
+            "Object",
+            "string",
+            "!eventobject",
+            "The object this Event is about",
+            0,
+        ),
+        col(
+            "Message",
+            "string",
+            ".message",
+            "A human-readable description of the status",
+            0,
+        ),
     ];
     r
 }
@@ -177,7 +213,13 @@ pub(crate) fn leases() -> ResourceInfo {
         openapi: "io.k8s.api.coordination.v1.Lease",
     });
     r.allow_create_on_update = true;
-    r.printer_columns = vec![col("Holder", "string", ".spec.holderIdentity", "The holder of the lease", 0)];
+    r.printer_columns = vec![col(
+        "Holder",
+        "string",
+        ".spec.holderIdentity",
+        "The holder of the lease",
+        0,
+    )];
     r
 }
 
@@ -190,12 +232,19 @@ pub(crate) fn customresourcedefinitions() -> ResourceInfo {
         kind: "CustomResourceDefinition",
         namespaced: false,
         short: &["crd", "crds"],
-        openapi: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        openapi:
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
     });
     r.status_subresource = true;
     r.tracks_generation = true;
     r.behavior = Behavior::CustomResourceDefinition;
-    r.printer_columns = vec![col("Created At", "date", ".metadata.creationTimestamp", "", 0)];
+    r.printer_columns = vec![col(
+        "Created At",
+        "date",
+        ".metadata.creationTimestamp",
+        "",
+        0,
+    )];
     r
 }
 

@@ -18,14 +18,23 @@ pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.
 
 /// `k8s.io`, `kubernetes.io` and their subdomains need approval.
 pub(crate) fn is_protected_group(group: &str) -> bool {
-    group == "k8s.io" || group.ends_with(".k8s.io") || group == "kubernetes.io" || group.ends_with(".kubernetes.io")
+    group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || group == "kubernetes.io"
+        || group.ends_with(".kubernetes.io")
 }
 
 fn approval_error(obj: &Value, old: Option<&Value>) -> Option<FieldError> {
     let field = format!("metadata.annotations[{APPROVAL_ANNOTATION}]");
-    let value = meta::annotations(obj).get(APPROVAL_ANNOTATION).cloned().unwrap_or_default();
+    let value = meta::annotations(obj)
+        .get(APPROVAL_ANNOTATION)
+        .cloned()
+        .unwrap_or_default();
     if let Some(old) = old {
-        let before = meta::annotations(old).get(APPROVAL_ANNOTATION).cloned().unwrap_or_default();
+        let before = meta::annotations(old)
+            .get(APPROVAL_ANNOTATION)
+            .cloned()
+            .unwrap_or_default();
         if before == value {
             return None;
         }
@@ -34,11 +43,17 @@ fn approval_error(obj: &Value, old: Option<&Value>) -> Option<FieldError> {
     if value.is_empty() {
         return Some(FieldError::required(
             field,
-            format!("protected groups must have approval annotation \"{APPROVAL_ANNOTATION}\", {see}"),
+            format!(
+                "protected groups must have approval annotation \"{APPROVAL_ANNOTATION}\", {see}"
+            ),
         ));
     }
     let is_url = value.split_once("://").is_some_and(|(scheme, rest)| {
-        !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) && !rest.is_empty()
+        !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+            && !rest.is_empty()
     });
     if value.starts_with("unapproved") || is_url {
         return None;
@@ -67,13 +82,21 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
 pub(crate) fn default_crd(obj: &mut Value) {
     let kind = str_at(obj, &["spec", "names", "kind"]).to_owned();
     let names = meta::ensure_object(
-        meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(Value::Null))
-            .entry("names")
-            .or_insert(Value::Null),
+        meta::ensure_object(
+            meta::ensure_object(obj)
+                .entry("spec")
+                .or_insert(Value::Null),
+        )
+        .entry("names")
+        .or_insert(Value::Null),
     );
     if !kind.is_empty() {
-        names.entry("listKind").or_insert(json!(format!("{kind}List")));
-        names.entry("singular").or_insert(json!(kind.to_ascii_lowercase()));
+        names
+            .entry("listKind")
+            .or_insert(json!(format!("{kind}List")));
+        names
+            .entry("singular")
+            .or_insert(json!(kind.to_ascii_lowercase()));
     }
     if let Some(Value::Array(versions)) = obj.get_mut("spec").and_then(|s| s.get_mut("versions")) {
         for v in versions {
@@ -83,8 +106,13 @@ pub(crate) fn default_crd(obj: &mut Value) {
             }
         }
     }
-    let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(Value::Null));
-    spec.entry("conversion").or_insert(json!({"strategy": "None"}));
+    let spec = meta::ensure_object(
+        meta::ensure_object(obj)
+            .entry("spec")
+            .or_insert(Value::Null),
+    );
+    spec.entry("conversion")
+        .or_insert(json!({"strategy": "None"}));
 }
 
 /// Validates a CRD (create when `old` is `None`).
@@ -95,12 +123,20 @@ pub(crate) fn validate_crd(obj: &Value, old: Option<&Value>) -> Vec<FieldError> 
     let kind = str_at(obj, &["spec", "names", "kind"]);
     let name = meta::name(obj);
     if name != format!("{plural}.{group}") {
-        errs.push(FieldError::invalid("metadata.name", json!(name), "must be spec.names.plural+\".\"+spec.group"));
+        errs.push(FieldError::invalid(
+            "metadata.name",
+            json!(name),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
     }
     if group.is_empty() {
         errs.push(FieldError::required("spec.group", ""));
     } else if !group.contains('.') {
-        errs.push(FieldError::invalid("spec.group", json!(group), "should be a domain with at least one dot"));
+        errs.push(FieldError::invalid(
+            "spec.group",
+            json!(group),
+            "should be a domain with at least one dot",
+        ));
     } else if !meta::is_dns1123_subdomain(group) {
         errs.push(meta::subdomain_error("spec.group", group));
     }
@@ -115,13 +151,24 @@ pub(crate) fn validate_crd(obj: &Value, old: Option<&Value>) -> Vec<FieldError> 
     match str_at(obj, &["spec", "scope"]) {
         "Namespaced" | "Cluster" => {}
         "" => errs.push(FieldError::required("spec.scope", "")),
-        other => errs.push(FieldError::not_supported("spec.scope", json!(other), &["Cluster".into(), "Namespaced".into()])),
+        other => errs.push(FieldError::not_supported(
+            "spec.scope",
+            json!(other),
+            &["Cluster".into(), "Namespaced".into()],
+        )),
     }
     validate_versions(obj, &mut errs);
     if let Some(old) = old {
-        for (path, label) in [(["spec", "group"], "spec.group"), (["spec", "scope"], "spec.scope")] {
+        for (path, label) in [
+            (["spec", "group"], "spec.group"),
+            (["spec", "scope"], "spec.scope"),
+        ] {
             if str_at(old, &path) != str_at(obj, &path) {
-                errs.push(FieldError::invalid(label, json!(str_at(obj, &path)), "field is immutable"));
+                errs.push(FieldError::invalid(
+                    label,
+                    json!(str_at(obj, &path)),
+                    "field is immutable",
+                ));
             }
         }
     }
@@ -135,10 +182,16 @@ pub(crate) fn validate_crd(obj: &Value, old: Option<&Value>) -> Vec<FieldError> 
 
 fn validate_versions(obj: &Value, errs: &mut Vec<FieldError>) {
     let Some(versions) = obj["spec"]["versions"].as_array().filter(|v| !v.is_empty()) else {
-        errs.push(FieldError::required("spec.versions", "must have exactly one version marked as storage version"));
+        errs.push(FieldError::required(
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        ));
         return;
     };
-    let storage = versions.iter().filter(|v| v["storage"].as_bool() == Some(true)).count();
+    let storage = versions
+        .iter()
+        .filter(|v| v["storage"].as_bool() == Some(true))
+        .count();
     if storage != 1 {
         errs.push(FieldError::invalid(
             "spec.versions",
@@ -154,7 +207,10 @@ fn validate_versions(obj: &Value, errs: &mut Vec<FieldError>) {
             errs.push(meta::label_error(&format!("spec.versions[{i}].name"), name));
         }
         if !v["schema"]["openAPIV3Schema"].is_object() {
-            errs.push(FieldError::required(format!("spec.versions[{i}].schema.openAPIV3Schema"), "schemas are required"));
+            errs.push(FieldError::required(
+                format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "schemas are required",
+            ));
         } else if let Some(t) = v["schema"]["openAPIV3Schema"]["type"].as_str() {
             if t != "object" {
                 errs.push(FieldError::invalid(
@@ -165,8 +221,15 @@ fn validate_versions(obj: &Value, errs: &mut Vec<FieldError>) {
             }
         }
     }
-    if !versions.iter().any(|v| v["served"].as_bool() != Some(false)) {
-        errs.push(FieldError::invalid("spec.versions", Value::Array(versions.clone()), "must have at least one served version"));
+    if !versions
+        .iter()
+        .any(|v| v["served"].as_bool() != Some(false))
+    {
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            Value::Array(versions.clone()),
+            "must have at least one served version",
+        ));
     }
 }
 
@@ -177,7 +240,12 @@ pub(crate) fn establish(obj: &mut Value) {
     let names = obj["spec"]["names"].clone();
     let stored: Vec<Value> = obj["spec"]["versions"]
         .as_array()
-        .map(|vs| vs.iter().filter(|v| v["storage"].as_bool() == Some(true)).map(|v| v["name"].clone()).collect())
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v["storage"].as_bool() == Some(true))
+                .map(|v| v["name"].clone())
+                .collect()
+        })
         .unwrap_or_default();
     let mut conditions = vec![
         json!({"type": "NamesAccepted", "status": "True", "lastTransitionTime": now, "reason": "NoConflicts", "message": "no conflicts found"}),
@@ -185,17 +253,29 @@ pub(crate) fn establish(obj: &mut Value) {
     ];
     let group = str_at(obj, &["spec", "group"]).to_owned();
     if is_protected_group(&group) {
-        let value = meta::annotations(obj).get(APPROVAL_ANNOTATION).cloned().unwrap_or_default();
+        let value = meta::annotations(obj)
+            .get(APPROVAL_ANNOTATION)
+            .cloned()
+            .unwrap_or_default();
         let (status, reason, message) = if value.starts_with("unapproved") {
-            ("False", "ApprovalBypassed", format!("not approved: {value:?}"))
+            (
+                "False",
+                "ApprovalBypassed",
+                format!("not approved: {value:?}"),
+            )
         } else {
             ("True", "ApprovedAnnotation", format!("approved in {value}"))
         };
-        conditions.push(json!({"type": "KubernetesAPIApprovalPolicyConformant", "status": status,
-            "lastTransitionTime": now, "reason": reason, "message": message}));
+        conditions.push(
+            json!({"type": "KubernetesAPIApprovalPolicyConformant", "status": status,
+            "lastTransitionTime": now, "reason": reason, "message": message}),
+        );
     }
     if let Some(m) = obj.as_object_mut() {
-        m.insert("status".into(), json!({"acceptedNames": names, "conditions": conditions, "storedVersions": stored}));
+        m.insert(
+            "status".into(),
+            json!({"acceptedNames": names, "conditions": conditions, "storedVersions": stored}),
+        );
     }
 }
 
@@ -230,9 +310,18 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
     let names = &crd["spec"]["names"];
     let kind = names["kind"].as_str().unwrap_or("").to_owned();
     let strs = |v: &Value| -> Vec<String> {
-        v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    let versions = crd["spec"]["versions"].as_array().cloned().unwrap_or_default();
+    let versions = crd["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let storage_version = versions
         .iter()
         .find(|v| v["storage"].as_bool() == Some(true))
@@ -249,7 +338,11 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
                 .as_array()
                 .map(|a| {
                     a.iter()
-                        .filter_map(|f| f["jsonPath"].as_str().map(|p| p.trim_start_matches('.').to_owned()))
+                        .filter_map(|f| {
+                            f["jsonPath"]
+                                .as_str()
+                                .map(|p| p.trim_start_matches('.').to_owned())
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
@@ -257,9 +350,13 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
                 group: group.clone(),
                 version: version.clone(),
                 resource: names["plural"].as_str().unwrap_or("").into(),
-                singular: names["singular"].as_str().map_or_else(|| kind.to_ascii_lowercase(), str::to_owned),
+                singular: names["singular"]
+                    .as_str()
+                    .map_or_else(|| kind.to_ascii_lowercase(), str::to_owned),
                 kind: kind.clone(),
-                list_kind: names["listKind"].as_str().map_or_else(|| format!("{kind}List"), str::to_owned),
+                list_kind: names["listKind"]
+                    .as_str()
+                    .map_or_else(|| format!("{kind}List"), str::to_owned),
                 namespaced: crd["spec"]["scope"].as_str() == Some("Namespaced"),
                 short_names: strs(&names["shortNames"]),
                 categories: strs(&names["categories"]),
@@ -309,7 +406,11 @@ mod tests {
             "metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
         );
         assert!(validate_crd(&foo_crd(Some("unapproved, testing")), None).is_empty());
-        assert!(validate_crd(&foo_crd(Some("https://github.com/kubernetes/kubernetes/pull/1")), None).is_empty());
+        assert!(validate_crd(
+            &foo_crd(Some("https://github.com/kubernetes/kubernetes/pull/1")),
+            None
+        )
+        .is_empty());
         assert_eq!(validate_crd(&foo_crd(Some("bad value")), None).len(), 1);
     }
 
@@ -322,12 +423,22 @@ mod tests {
         let foo = infos.first().cloned();
         assert_eq!(foo.as_ref().map(|f| f.list_kind.as_str()), Some("FooList"));
         assert_eq!(foo.as_ref().map(|f| f.status_subresource), Some(true));
-        assert_eq!(foo.as_ref().map(|f| f.openapi_name.as_str()), Some("io.k8s.samplecontroller.v1alpha1.Foo"));
+        assert_eq!(
+            foo.as_ref().map(|f| f.openapi_name.as_str()),
+            Some("io.k8s.samplecontroller.v1alpha1.Foo")
+        );
         let mut bad = crd.clone();
         bad["metadata"]["name"] = json!("wrong");
         bad["spec"]["scope"] = json!("Everywhere");
-        let msgs: Vec<String> = validate_crd(&bad, None).iter().map(ToString::to_string).collect();
-        assert!(msgs.iter().any(|m| m.contains("must be spec.names.plural+\".\"+spec.group")));
-        assert!(msgs.iter().any(|m| m.starts_with("spec.scope: Unsupported value: \"Everywhere\"")));
+        let msgs: Vec<String> = validate_crd(&bad, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert!(msgs
+            .iter()
+            .any(|m| m.contains("must be spec.names.plural+\".\"+spec.group")));
+        assert!(msgs
+            .iter()
+            .any(|m| m.starts_with("spec.scope: Unsupported value: \"Everywhere\"")));
     }
 }

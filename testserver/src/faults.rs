@@ -36,7 +36,8 @@ pub struct FaultScope {
 
 impl FaultScope {
     fn matches(&self, verb: Option<Verb>, resource: Option<&str>) -> bool {
-        self.verb.is_none_or(|v| Some(v) == verb) && self.resource.as_deref().is_none_or(|r| Some(r) == resource)
+        self.verb.is_none_or(|v| Some(v) == verb)
+            && self.resource.as_deref().is_none_or(|r| Some(r) == resource)
     }
 }
 
@@ -72,7 +73,9 @@ pub(crate) struct FaultState {
 }
 
 fn take_one(counter: &AtomicU64) -> bool {
-    counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
 }
 
 impl Faults {
@@ -101,7 +104,9 @@ impl Faults {
     /// Ends each watch (open or future) after it has sent `events` events
     /// (bookmarks not counted); `None` turns this off.
     pub fn close_watches_after(&self, events: Option<u64>) {
-        self.inner.close_after.store(events.unwrap_or(0), Ordering::SeqCst);
+        self.inner
+            .close_after
+            .store(events.unwrap_or(0), Ordering::SeqCst);
     }
 
     /// The next `n` lists answer HTTP 410 `Expired`.
@@ -128,7 +133,11 @@ impl Faults {
     /// The next `n` API requests within `scope` fail with `failure`.
     pub fn fail_next_matching(&self, n: u64, failure: Failure, scope: FaultScope) {
         if n > 0 {
-            self.inner.failures.lock().push(InjectedFailures { failure, remaining: n, scope });
+            self.inner.failures.lock().push(InjectedFailures {
+                failure,
+                remaining: n,
+                scope,
+            });
         }
     }
 
@@ -171,9 +180,15 @@ impl Faults {
     }
 
     /// Takes one injected failure for this request, if any applies.
-    pub(crate) fn take_failure(&self, verb: Option<Verb>, resource: Option<&str>) -> Option<Failure> {
+    pub(crate) fn take_failure(
+        &self,
+        verb: Option<Verb>,
+        resource: Option<&str>,
+    ) -> Option<Failure> {
         let mut list = self.inner.failures.lock();
-        let idx = list.iter().position(|f| f.remaining > 0 && f.scope.matches(verb, resource))?;
+        let idx = list
+            .iter()
+            .position(|f| f.remaining > 0 && f.scope.matches(verb, resource))?;
         let entry = list.get_mut(idx)?;
         entry.remaining -= 1;
         let failure = entry.failure;

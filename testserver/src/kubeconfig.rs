@@ -52,11 +52,21 @@ mod tests {
         let y = render(
             "https://127.0.0.1:1234",
             Some("PEM"),
-            &KubeconfigUser { token: Some("t0k"), client_cert_pem: None, client_key_pem: None },
+            &KubeconfigUser {
+                token: Some("t0k"),
+                client_cert_pem: None,
+                client_key_pem: None,
+            },
         );
         let v: serde_json::Value = serde_yaml::from_str(&y).unwrap_or_default();
-        assert_eq!(v["clusters"][0]["cluster"]["server"], "https://127.0.0.1:1234");
-        assert_eq!(v["clusters"][0]["cluster"]["certificate-authority-data"], b64("PEM"));
+        assert_eq!(
+            v["clusters"][0]["cluster"]["server"],
+            "https://127.0.0.1:1234"
+        );
+        assert_eq!(
+            v["clusters"][0]["cluster"]["certificate-authority-data"],
+            b64("PEM")
+        );
         assert_eq!(v["users"][0]["user"]["token"], "t0k");
         assert_eq!(v["current-context"], "kcontrol-testserver");
     }

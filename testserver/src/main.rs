@@ -49,7 +49,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .client_cert_auth(args.client_cert_auth)
         .history_size(args.history_size)
         .bookmark_interval(Duration::from_secs(args.bookmark_interval.max(1)))
-        .deployment_simulator((!args.no_deployment_simulator).then(|| Duration::from_millis(args.deployment_delay_ms)));
+        .deployment_simulator(
+            (!args.no_deployment_simulator)
+                .then(|| Duration::from_millis(args.deployment_delay_ms)),
+        );
     if let Some(t) = args.token {
         builder = builder.bearer_token(t);
     }
@@ -93,10 +96,16 @@ async fn shutdown_signal() {
 fn main() -> ExitCode {
     let args = Args::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("RUST_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             tracing::error!("starting the runtime: {e}");

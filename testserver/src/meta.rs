@@ -29,7 +29,10 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
 
 /// A string field of `metadata`, empty when absent.
 pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    metadata(obj).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
+    metadata(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Sets a string field of `metadata`.
@@ -77,7 +80,11 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     metadata(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -98,7 +105,10 @@ pub(crate) fn is_deleting(obj: &Value) -> bool {
 
 /// `metadata.generation`, 0 when absent.
 pub(crate) fn generation(obj: &Value) -> i64 {
-    metadata(obj).and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
+    metadata(obj)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// The owner references' uids.

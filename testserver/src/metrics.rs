@@ -54,7 +54,10 @@ pub struct Counters {
 impl Counters {
     /// Requests with this verb and resource (e.g. `("list", "configmaps")`).
     pub fn count(&self, verb: &str, resource: &str) -> u64 {
-        self.by_verb_resource.get(&(verb.to_owned(), resource.to_owned())).copied().unwrap_or(0)
+        self.by_verb_resource
+            .get(&(verb.to_owned(), resource.to_owned()))
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -84,7 +87,9 @@ impl Metrics {
             c.total += 1;
             *c.by_status.entry(rec.status).or_default() += 1;
             if let (Some(v), Some(r)) = (rec.verb, &rec.resource) {
-                *c.by_verb_resource.entry((v.as_str().to_owned(), r.clone())).or_default() += 1;
+                *c.by_verb_resource
+                    .entry((v.as_str().to_owned(), r.clone()))
+                    .or_default() += 1;
             }
         }
         if self.log_capacity > 0 {

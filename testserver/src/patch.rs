@@ -21,7 +21,12 @@ pub(crate) enum PatchType {
 impl PatchType {
     /// The patch type a Content-Type names.
     pub(crate) fn from_content_type(ct: &str) -> Option<Self> {
-        let base = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let base = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         match base.as_str() {
             "application/json-patch+json" => Some(Self::Json),
             "application/merge-patch+json" => Some(Self::Merge),
@@ -45,7 +50,8 @@ pub(crate) enum PatchError {
 
 /// Applies an RFC 6902 JSON patch.
 pub(crate) fn json_patch(target: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let ops: json_patch::Patch = serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
+    let ops: json_patch::Patch =
+        serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
     let mut out = target.clone();
     json_patch::patch(&mut out, &ops).map_err(|e| PatchError::Apply(e.to_string()))?;
     Ok(out)
@@ -53,9 +59,12 @@ pub(crate) fn json_patch(target: &Value, body: &[u8]) -> Result<Value, PatchErro
 
 /// Applies an RFC 7386 JSON merge patch.
 pub(crate) fn merge_patch(target: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let patch: Value = serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
+    let patch: Value =
+        serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
     if !patch.is_object() {
-        return Err(PatchError::Decode("merge patch must be a JSON object".into()));
+        return Err(PatchError::Decode(
+            "merge patch must be a JSON object".into(),
+        ));
     }
     let mut out = target.clone();
     json_patch::merge(&mut out, &patch);
@@ -66,7 +75,12 @@ pub(crate) fn merge_patch(target: &Value, body: &[u8]) -> Result<Value, PatchErr
 /// server has built in.
 fn merge_key(field: &str) -> Option<&'static str> {
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "imagePullSecrets" | "env" => Some("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "imagePullSecrets"
+        | "env" => Some("name"),
         "ports" => Some("containerPort"),
         "volumeMounts" => Some("mountPath"),
         "volumeDevices" => Some("devicePath"),
@@ -84,9 +98,12 @@ fn primitive_merge(path: &[String], field: &str) -> bool {
 
 /// Applies a strategic merge patch.
 pub(crate) fn strategic_merge_patch(target: &Value, body: &[u8]) -> Result<Value, PatchError> {
-    let patch: Value = serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
+    let patch: Value =
+        serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
     let Value::Object(p) = patch else {
-        return Err(PatchError::Decode("strategic merge patch must be a JSON object".into()));
+        return Err(PatchError::Decode(
+            "strategic merge patch must be a JSON object".into(),
+        ));
     };
     let mut out = target.clone();
     smp_object(&mut out, &p, &mut Vec::new());
@@ -160,8 +177,16 @@ fn smp_object(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Str
     }
 }
 
-fn smp_list(current: Option<&Value>, patch: &[Value], path: &mut Vec<String>, field: &str) -> Value {
-    let existing = current.and_then(Value::as_array).cloned().unwrap_or_default();
+fn smp_list(
+    current: Option<&Value>,
+    patch: &[Value],
+    path: &mut Vec<String>,
+    field: &str,
+) -> Value {
+    let existing = current
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if primitive_merge(path, field) {
         let mut out = existing;
         for p in patch {
@@ -174,8 +199,15 @@ fn smp_list(current: Option<&Value>, patch: &[Value], path: &mut Vec<String>, fi
     let Some(key) = merge_key(field) else {
         return strip_directives(&Value::Array(patch.to_vec()));
     };
-    if patch.iter().any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace")) {
-        let kept = patch.iter().filter(|p| p.get("$patch").is_none()).cloned().collect();
+    if patch
+        .iter()
+        .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
+        let kept = patch
+            .iter()
+            .filter(|p| p.get("$patch").is_none())
+            .cloned()
+            .collect();
         return strip_directives(&Value::Array(kept));
     }
     let mut out = existing;
@@ -228,7 +260,12 @@ fn apply_into(target: &mut Value, applied: &Value, field: &str) {
             }
         }
         Value::Array(items) => {
-            let key = merge_key(field).or_else(|| items.iter().all(|i| i.get("name").is_some()).then_some("name"));
+            let key = merge_key(field).or_else(|| {
+                items
+                    .iter()
+                    .all(|i| i.get("name").is_some())
+                    .then_some("name")
+            });
             match (key, target.as_array_mut()) {
                 (Some(key), Some(existing)) if !items.is_empty() => {
                     let mut out = Vec::with_capacity(items.len());
@@ -263,9 +300,15 @@ mod tests {
     #[test]
     fn json_and_merge_patches() {
         let obj = json!({"a": 1, "b": {"c": 2}});
-        let out = json_patch(&obj, br#"[{"op":"replace","path":"/a","value":5},{"op":"remove","path":"/b/c"}]"#);
+        let out = json_patch(
+            &obj,
+            br#"[{"op":"replace","path":"/a","value":5},{"op":"remove","path":"/b/c"}]"#,
+        );
         assert_eq!(out.ok(), Some(json!({"a": 5, "b": {}})));
-        assert!(matches!(json_patch(&obj, br#"[{"op":"remove","path":"/zz"}]"#), Err(PatchError::Apply(_))));
+        assert!(matches!(
+            json_patch(&obj, br#"[{"op":"remove","path":"/zz"}]"#),
+            Err(PatchError::Apply(_))
+        ));
         assert!(matches!(json_patch(&obj, b"{"), Err(PatchError::Decode(_))));
         let out = merge_patch(&obj, br#"{"a": null, "b": {"d": 3}}"#);
         assert_eq!(out.ok(), Some(json!({"b": {"c": 2, "d": 3}})));
@@ -299,9 +342,13 @@ mod tests {
 
     #[test]
     fn apply_merges_named_lists() {
-        let live = json!({"spec": {"replicas": 1, "list": [{"name": "a", "x": 1}]}, "data": {"k": "v"}});
+        let live =
+            json!({"spec": {"replicas": 1, "list": [{"name": "a", "x": 1}]}, "data": {"k": "v"}});
         let applied = json!({"spec": {"replicas": 3, "list": [{"name": "a", "y": 2}]}});
         let out = apply_merge(&live, &applied);
-        assert_eq!(out, json!({"spec": {"replicas": 3, "list": [{"name": "a", "x": 1, "y": 2}]}, "data": {"k": "v"}}));
+        assert_eq!(
+            out,
+            json!({"spec": {"replicas": 3, "list": [{"name": "a", "x": 1, "y": 2}]}, "data": {"k": "v"}})
+        );
     }
 }

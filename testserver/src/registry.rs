@@ -35,7 +35,9 @@ pub(crate) struct GroupEntry {
 pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
     fn parse(v: &str) -> Option<(u8, u64, u64)> {
         let rest = v.strip_prefix('v')?;
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let major: u64 = rest.get(..digits)?.parse().ok()?;
         let tail = rest.get(digits..)?;
         if tail.is_empty() {
@@ -67,7 +69,11 @@ impl Registry {
             if !inner.groups.contains(&info.group) {
                 inner.groups.push(info.group.clone());
             }
-            let key = (info.group.clone(), info.version.clone(), info.resource.clone());
+            let key = (
+                info.group.clone(),
+                info.version.clone(),
+                info.resource.clone(),
+            );
             inner.resources.insert(key, Arc::new(info));
         }
     }
@@ -75,7 +81,9 @@ impl Registry {
     /// Removes every version of `group`/`resource`.
     pub(crate) fn unregister(&self, group: &str, resource: &str) {
         let mut inner = self.inner.write();
-        inner.resources.retain(|(g, _, r), _| !(g == group && r == resource));
+        inner
+            .resources
+            .retain(|(g, _, r), _| !(g == group && r == resource));
         let still_used = inner.resources.keys().any(|(g, _, _)| g == group);
         if !still_used {
             inner.groups.retain(|g| g != group);
@@ -83,8 +91,17 @@ impl Registry {
     }
 
     /// The resource served at group/version/resource.
-    pub(crate) fn get(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {
-        self.inner.read().resources.get(&(group.to_owned(), version.to_owned(), resource.to_owned())).cloned()
+    pub(crate) fn get(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<ResourceInfo>> {
+        self.inner
+            .read()
+            .resources
+            .get(&(group.to_owned(), version.to_owned(), resource.to_owned()))
+            .cloned()
     }
 
     /// The storage version of group/resource.
@@ -128,7 +145,10 @@ impl Registry {
                     .collect();
                 versions.sort_by(|a, b| compare_versions(a, b));
                 versions.dedup();
-                GroupEntry { name: g.clone(), versions }
+                GroupEntry {
+                    name: g.clone(),
+                    versions,
+                }
             })
             .collect()
     }
@@ -140,9 +160,32 @@ mod tests {
 
     #[test]
     fn versions_sort_like_kube() {
-        let mut v = vec!["v1alpha1", "foo", "v2beta1", "v1", "v11alpha2", "v2", "v1beta2", "v10beta3", "bar"];
+        let mut v = vec![
+            "v1alpha1",
+            "foo",
+            "v2beta1",
+            "v1",
+            "v11alpha2",
+            "v2",
+            "v1beta2",
+            "v10beta3",
+            "bar",
+        ];
         v.sort_by(|a, b| compare_versions(a, b));
-        assert_eq!(v, ["v2", "v1", "v10beta3", "v2beta1", "v1beta2", "v11alpha2", "v1alpha1", "bar", "foo"]);
+        assert_eq!(
+            v,
+            [
+                "v2",
+                "v1",
+                "v10beta3",
+                "v2beta1",
+                "v1beta2",
+                "v11alpha2",
+                "v1alpha1",
+                "bar",
+                "foo"
+            ]
+        );
     }
 
     #[test]

@@ -73,14 +73,22 @@ pub(crate) fn prune(schema: &Value, value: &mut Value, path: &str, unknown: &mut
     }
 }
 
-fn prune_object(schema: &Value, map: &mut Map<String, Value>, path: &str, unknown: &mut Vec<String>) {
+fn prune_object(
+    schema: &Value,
+    map: &mut Map<String, Value>,
+    path: &str,
+    unknown: &mut Vec<String>,
+) {
     let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields");
     let props = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties");
     let keys: Vec<String> = map.keys().cloned().collect();
     for k in keys {
-        let at_root_meta = path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
-        let sub = props.and_then(|p| p.get(&k)).or(additional.filter(|a| a.is_object()));
+        let at_root_meta =
+            path.is_empty() && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+        let sub = props
+            .and_then(|p| p.get(&k))
+            .or(additional.filter(|a| a.is_object()));
         match sub {
             Some(sub) => {
                 if map.get(&k).is_some_and(Value::is_null) && !flag(sub, "nullable") {
@@ -93,7 +101,9 @@ fn prune_object(schema: &Value, map: &mut Map<String, Value>, path: &str, unknow
                     }
                 }
             }
-            None if at_root_meta || preserve || additional.is_some_and(|a| a.as_bool() == Some(true)) => {}
+            None if at_root_meta
+                || preserve
+                || additional.is_some_and(|a| a.as_bool() == Some(true)) => {}
             None => {
                 map.remove(&k);
                 unknown.push(child(path, &k));
@@ -129,7 +139,9 @@ fn regex_cache() -> &'static Mutex<HashMap<String, Option<Regex>>> {
 
 fn pattern_matches(pattern: &str, s: &str) -> bool {
     let mut cache = regex_cache().lock();
-    let re = cache.entry(pattern.to_owned()).or_insert_with(|| Regex::new(pattern).ok());
+    let re = cache
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok());
     re.as_ref().is_none_or(|r| r.is_match(s))
 }
 
@@ -190,17 +202,33 @@ fn validate_number(schema: &Value, value: &Value, path: &str, errs: &mut Vec<Fie
     if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
         let excl = flag(schema, "exclusiveMaximum");
         if (excl && n >= max) || (!excl && n > max) {
-            let rel = if excl { "less than" } else { "less than or equal to" };
+            let rel = if excl {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
             let m = num_text(&schema["maximum"]);
-            errs.push(FieldError::invalid(path, value.clone(), format!("{path} in body should be {rel} {m}")));
+            errs.push(FieldError::invalid(
+                path,
+                value.clone(),
+                format!("{path} in body should be {rel} {m}"),
+            ));
         }
     }
     if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
         let excl = flag(schema, "exclusiveMinimum");
         if (excl && n <= min) || (!excl && n < min) {
-            let rel = if excl { "greater than" } else { "greater than or equal to" };
+            let rel = if excl {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
             let m = num_text(&schema["minimum"]);
-            errs.push(FieldError::invalid(path, value.clone(), format!("{path} in body should be {rel} {m}")));
+            errs.push(FieldError::invalid(
+                path,
+                value.clone(),
+                format!("{path} in body should be {rel} {m}"),
+            ));
         }
     }
 }
@@ -220,17 +248,30 @@ fn validate_string(schema: &Value, value: &Value, path: &str, errs: &mut Vec<Fie
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
         if chars < min {
-            errs.push(FieldError::invalid(path, value.clone(), format!("{path} in body should be at least {min} chars long")));
+            errs.push(FieldError::invalid(
+                path,
+                value.clone(),
+                format!("{path} in body should be at least {min} chars long"),
+            ));
         }
     }
     if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
         if !pattern_matches(p, s) {
-            errs.push(FieldError::invalid(path, value.clone(), format!("{path} in body should match '{p}'")));
+            errs.push(FieldError::invalid(
+                path,
+                value.clone(),
+                format!("{path} in body should match '{p}'"),
+            ));
         }
     }
 }
 
-fn validate_object(schema: &Value, map: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+fn validate_object(
+    schema: &Value,
+    map: &Map<String, Value>,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for r in required.iter().filter_map(Value::as_str) {
             if !map.contains_key(r) {
@@ -264,7 +305,11 @@ fn validate_array(schema: &Value, items: &[Value], path: &str, errs: &mut Vec<Fi
     }
     if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
         if n < min {
-            errs.push(FieldError::invalid(path, Value::Array(items.to_vec()), format!("{path} in body should have at least {min} items")));
+            errs.push(FieldError::invalid(
+                path,
+                Value::Array(items.to_vec()),
+                format!("{path} in body should have at least {min} items"),
+            ));
         }
     }
     if let Some(sub) = schema.get("items") {

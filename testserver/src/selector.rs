@@ -93,11 +93,17 @@ impl FieldSelector {
                 .filter_map(|op| find_unescaped(&term, op).map(|i| (i, *op)))
                 .min_by_key(|(i, _)| *i);
             let Some((i, op)) = found else {
-                return Err(format!("invalid selector: '{input}'; can't understand '{term}'"));
+                return Err(format!(
+                    "invalid selector: '{input}'; can't understand '{term}'"
+                ));
             };
             let field = unescape(term.get(..i).unwrap_or(""))?;
             let value = unescape(term.get(i + op.len()..).unwrap_or(""))?;
-            requirements.push(FieldRequirement { field, value, equal: op != "!=" });
+            requirements.push(FieldRequirement {
+                field,
+                value,
+                equal: op != "!=",
+            });
         }
         Ok(Self { requirements })
     }
@@ -121,7 +127,9 @@ impl FieldSelector {
 
     /// Whether an object satisfies every requirement.
     pub(crate) fn matches(&self, obj: &Value) -> bool {
-        self.requirements.iter().all(|r| (Self::field_value(obj, &r.field) == r.value) == r.equal)
+        self.requirements
+            .iter()
+            .all(|r| (Self::field_value(obj, &r.field) == r.value) == r.equal)
     }
 }
 
@@ -134,12 +142,15 @@ pub(crate) struct Filter {
 
 impl Filter {
     /// Parses the `labelSelector` and `fieldSelector` parameters for a resource.
-    pub(crate) fn parse(info: &ResourceInfo, labels: Option<&str>, fields: Option<&str>) -> Result<Self, StatusError> {
+    pub(crate) fn parse(
+        info: &ResourceInfo,
+        labels: Option<&str>,
+        fields: Option<&str>,
+    ) -> Result<Self, StatusError> {
         let labels = match labels.filter(|s| !s.trim().is_empty()) {
-            Some(s) => Some(
-                Selector::parse(s)
-                    .map_err(|e| StatusError::bad_request(format!("unable to parse requirement: {e}")))?,
-            ),
+            Some(s) => Some(Selector::parse(s).map_err(|e| {
+                StatusError::bad_request(format!("unable to parse requirement: {e}"))
+            })?),
             None => None,
         };
         let fields = match fields.filter(|s| !s.trim().is_empty()) {
@@ -147,7 +158,10 @@ impl Filter {
                 let sel = FieldSelector::parse(s).map_err(StatusError::bad_request)?;
                 for r in &sel.requirements {
                     if !info.field_allowed(&r.field) {
-                        return Err(StatusError::bad_request(format!("field label not supported: {}", r.field)));
+                        return Err(StatusError::bad_request(format!(
+                            "field label not supported: {}",
+                            r.field
+                        )));
                     }
                 }
                 Some(sel)
@@ -160,7 +174,10 @@ impl Filter {
     /// No selector given.
     pub(crate) fn is_empty(&self) -> bool {
         self.labels.as_ref().is_none_or(Selector::is_empty)
-            && self.fields.as_ref().is_none_or(|f| f.requirements.is_empty())
+            && self
+                .fields
+                .as_ref()
+                .is_none_or(|f| f.requirements.is_empty())
     }
 
     /// Whether a stored object passes both selectors.
@@ -177,19 +194,32 @@ mod tests {
 
     #[test]
     fn parses_field_selectors_like_apimachinery() {
-        let s = FieldSelector::parse("metadata.name=a\\,b,metadata.namespace!=x,type==y").unwrap_or_default();
+        let s = FieldSelector::parse("metadata.name=a\\,b,metadata.namespace!=x,type==y")
+            .unwrap_or_default();
         assert_eq!(s.requirements.len(), 3);
-        assert_eq!(s.requirements.first().map(|r| r.value.as_str()), Some("a,b"));
+        assert_eq!(
+            s.requirements.first().map(|r| r.value.as_str()),
+            Some("a,b")
+        );
         assert_eq!(s.requirements.get(1).map(|r| r.equal), Some(false));
-        assert_eq!(s.requirements.get(2).map(|r| (r.field.as_str(), r.value.as_str(), r.equal)), Some(("type", "y", true)));
+        assert_eq!(
+            s.requirements
+                .get(2)
+                .map(|r| (r.field.as_str(), r.value.as_str(), r.equal)),
+            Some(("type", "y", true))
+        );
         assert!(FieldSelector::parse("nonsense").is_err());
-        assert_eq!(FieldSelector::parse("").map(|s| s.requirements.len()), Ok(0));
+        assert_eq!(
+            FieldSelector::parse("").map(|s| s.requirements.len()),
+            Ok(0)
+        );
     }
 
     #[test]
     fn matches_nested_fields() {
         let obj = json!({"metadata": {"name": "a"}, "involvedObject": {"kind": "Foo", "uid": "u"}, "count": 3});
-        let s = FieldSelector::parse("involvedObject.kind=Foo,metadata.name=a,count=3").unwrap_or_default();
+        let s = FieldSelector::parse("involvedObject.kind=Foo,metadata.name=a,count=3")
+            .unwrap_or_default();
         assert!(s.matches(&obj));
         let s = FieldSelector::parse("involvedObject.kind!=Foo").unwrap_or_default();
         assert!(!s.matches(&obj));

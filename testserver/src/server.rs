@@ -137,7 +137,11 @@ impl TestServerBuilder {
     pub async fn start(self) -> Result<TestServer, Error> {
         let listener = tokio::net::TcpListener::bind(self.listen).await?;
         let addr = listener.local_addr()?;
-        let pki = if self.tls { Some(Pki::generate()?) } else { None };
+        let pki = if self.tls {
+            Some(Pki::generate()?)
+        } else {
+            None
+        };
         let acceptor = match &pki {
             Some(p) => Some(tokio_rustls::TlsAcceptor::from(p.server_config()?)),
             None => None,
@@ -162,7 +166,11 @@ impl TestServerBuilder {
             },
             shutdown: shutdown_rx.clone(),
         });
-        let controllers = tokio::spawn(crate::controllers::run(core.clone(), inputs, shutdown_rx.clone()));
+        let controllers = tokio::spawn(crate::controllers::run(
+            core.clone(),
+            inputs,
+            shutdown_rx.clone(),
+        ));
         let server = tokio::spawn(http::serve(listener, acceptor, state, shutdown_rx));
         tracing::info!(%url, "kcontrol-testserver listening");
         Ok(TestServer {
@@ -187,7 +195,10 @@ impl TestServerBuilder {
             .enable_all()
             .build()?;
         let server = runtime.block_on(self.start())?;
-        Ok(BlockingTestServer { server, runtime: Some(runtime) })
+        Ok(BlockingTestServer {
+            server,
+            runtime: Some(runtime),
+        })
     }
 }
 /// A running in-process Kubernetes API server. Dropping it stops serving.
@@ -205,7 +216,9 @@ pub struct TestServer {
 
 impl std::fmt::Debug for TestServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestServer").field("url", &self.url).finish_non_exhaustive()
+        f.debug_struct("TestServer")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -237,7 +250,9 @@ impl TestServer {
 
     /// A client certificate and key (PEM) signed by the CA, when serving HTTPS.
     pub fn client_identity_pem(&self) -> Option<(&str, &str)> {
-        self.pki.as_ref().map(|p| (p.client_cert_pem.as_str(), p.client_key_pem.as_str()))
+        self.pki
+            .as_ref()
+            .map(|p| (p.client_cert_pem.as_str(), p.client_key_pem.as_str()))
     }
 
     /// The bearer token the server requires, if any.
@@ -322,7 +337,9 @@ pub struct BlockingTestServer {
 
 impl std::fmt::Debug for BlockingTestServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockingTestServer").field("server", &self.server).finish()
+        f.debug_struct("BlockingTestServer")
+            .field("server", &self.server)
+            .finish()
     }
 }
 

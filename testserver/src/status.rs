@@ -19,7 +19,10 @@ pub struct GroupResource {
 impl GroupResource {
     /// A group and resource.
     pub fn new(group: &str, resource: &str) -> Self {
-        Self { group: group.to_owned(), resource: resource.to_owned() }
+        Self {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+        }
     }
 }
 
@@ -102,17 +105,32 @@ pub struct FieldError {
 impl FieldError {
     /// A `Required value` error.
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::Required, field: field.into(), value: None, detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::Required,
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 
     /// An `Invalid value` error.
     pub fn invalid(field: impl Into<String>, value: Value, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::Invalid, field: field.into(), value: Some(value), detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::Invalid,
+            field: field.into(),
+            value: Some(value),
+            detail: detail.into(),
+        }
     }
 
     /// A `Forbidden` error.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { kind: FieldErrorKind::Forbidden, field: field.into(), value: None, detail: detail.into() }
+        Self {
+            kind: FieldErrorKind::Forbidden,
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 
     /// An `Unsupported value` error listing the supported values.
@@ -123,7 +141,12 @@ impl FieldError {
         } else {
             format!("supported values: {}", quoted.join(", "))
         };
-        Self { kind: FieldErrorKind::NotSupported, field: field.into(), value: Some(value), detail }
+        Self {
+            kind: FieldErrorKind::NotSupported,
+            field: field.into(),
+            value: Some(value),
+            detail,
+        }
     }
 
     /// The body of the message without the field path (`ErrorBody` in Go).
@@ -170,11 +193,11 @@ pub struct StatusError {
     /// HTTP status code (also `code` in the body).
     pub code: u16,
     /// `reason`, e.g. `NotFound`, `Conflict`, `Expired`.
-    pub reason: String,
+    pub reason: &'static str,
     /// Human-readable `message`.
     pub message: String,
     /// `details`, when kube sets them.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// `metadata.continue` (the expired-continue error carries a fresh token).
     pub continue_token: Option<String>,
     /// Seconds for the `Retry-After` header.
@@ -183,10 +206,10 @@ pub struct StatusError {
 
 impl StatusError {
     /// A Status error with no details.
-    pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
-            reason: reason.to_owned(),
+            reason,
             message: message.into(),
             details: None,
             continue_token: None,
@@ -195,7 +218,7 @@ impl StatusError {
     }
 
     fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -211,20 +234,32 @@ impl StatusError {
 
     /// 404 `<resource> "<name>" not found`.
     pub fn not_found(gr: &GroupResource, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{gr} {} not found", go_quote(name)))
-            .with_details(Self::name_details(gr, name))
+        Self::new(
+            404,
+            "NotFound",
+            format!("{gr} {} not found", go_quote(name)),
+        )
+        .with_details(Self::name_details(gr, name))
     }
 
     /// 404 for a path that names no resource.
     pub fn route_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
-            .with_details(json!({}))
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({}))
     }
 
     /// 409 `<resource> "<name>" already exists`.
     pub fn already_exists(gr: &GroupResource, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{gr} {} already exists", go_quote(name)))
-            .with_details(Self::name_details(gr, name))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{gr} {} already exists", go_quote(name)),
+        )
+        .with_details(Self::name_details(gr, name))
     }
 
     /// 409 `Operation cannot be fulfilled on <resource> "<name>": <why>`.
@@ -232,7 +267,10 @@ impl StatusError {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {gr} {}: {why}", go_quote(name)),
+            format!(
+                "Operation cannot be fulfilled on {gr} {}: {why}",
+                go_quote(name)
+            ),
         )
         .with_details(Self::name_details(gr, name))
     }
@@ -248,12 +286,19 @@ impl StatusError {
 
     /// 422 `<Kind>.<group> "<name>" is invalid: ...` with one cause per field error.
     pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Self {
-        let qualified = if group.is_empty() { kind.to_owned() } else { format!("{kind}.{group}") };
+        let qualified = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
         let joined = match errors {
             [one] => one.to_string(),
             many => format!(
                 "[{}]",
-                many.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                many.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         let causes: Vec<Value> = errors
@@ -267,8 +312,12 @@ impl StatusError {
         }
         d.insert("kind".into(), json!(kind));
         d.insert("causes".into(), Value::Array(causes));
-        Self::new(422, "Invalid", format!("{qualified} {} is invalid: {joined}", go_quote(name)))
-            .with_details(Value::Object(d))
+        Self::new(
+            422,
+            "Invalid",
+            format!("{qualified} {} is invalid: {joined}", go_quote(name)),
+        )
+        .with_details(Value::Object(d))
     }
 
     /// 410 `Expired` with the given message.
@@ -314,14 +363,22 @@ impl StatusError {
 
     /// 403 `Forbidden` on a resource.
     pub fn forbidden(gr: &GroupResource, name: &str, why: &str) -> Self {
-        Self::new(403, "Forbidden", format!("{gr} {} is forbidden: {why}", go_quote(name)))
-            .with_details(Self::name_details(gr, name))
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{gr} {} is forbidden: {why}", go_quote(name)),
+        )
+        .with_details(Self::name_details(gr, name))
     }
 
     /// 405 `MethodNotAllowed`.
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-            .with_details(json!({}))
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details(json!({}))
     }
 
     /// 406 `NotAcceptable`.
@@ -346,16 +403,24 @@ impl StatusError {
 
     /// 429 `TooManyRequests` with `Retry-After`.
     pub fn too_many_requests(retry_after: u64) -> Self {
-        let mut e = Self::new(429, "TooManyRequests", "Too many requests, please try again later.")
-            .with_details(json!({"retryAfterSeconds": retry_after}));
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        )
+        .with_details(json!({"retryAfterSeconds": retry_after}));
         e.retry_after = Some(retry_after);
         e
     }
 
     /// 500 `InternalError`.
     pub fn internal(message: &str) -> Self {
-        Self::new(500, "InternalError", format!("Internal error occurred: {message}"))
-            .with_details(json!({"causes": [{"message": message}]}))
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+        .with_details(json!({"causes": [{"message": message}]}))
     }
 
     /// 503 `ServiceUnavailable`.
@@ -394,7 +459,7 @@ impl StatusError {
         m.insert("message".into(), json!(self.message));
         m.insert("reason".into(), json!(self.reason));
         if let Some(d) = &self.details {
-            m.insert("details".into(), d.clone());
+            m.insert("details".into(), (**d).clone());
         }
         m.insert("code".into(), json!(self.code));
         Value::Object(m)
@@ -417,14 +482,23 @@ mod tests {
     fn messages_match_kube_apiserver() {
         let cm = GroupResource::new("", "configmaps");
         let dep = GroupResource::new("apps", "deployments");
-        assert_eq!(StatusError::not_found(&cm, "x").message, "configmaps \"x\" not found");
-        assert_eq!(StatusError::not_found(&dep, "x").message, "deployments.apps \"x\" not found");
+        assert_eq!(
+            StatusError::not_found(&cm, "x").message,
+            "configmaps \"x\" not found"
+        );
+        assert_eq!(
+            StatusError::not_found(&dep, "x").message,
+            "deployments.apps \"x\" not found"
+        );
         assert_eq!(
             StatusError::stale(&cm, "x").message,
             "Operation cannot be fulfilled on configmaps \"x\": the object has been modified; please apply your changes to the latest version and try again"
         );
         let j = StatusError::not_found(&dep, "x").to_json();
-        assert_eq!(j["details"], json!({"name": "x", "group": "apps", "kind": "deployments"}));
+        assert_eq!(
+            j["details"],
+            json!({"name": "x", "group": "apps", "kind": "deployments"})
+        );
         assert_eq!(j["code"], 404);
         assert_eq!(
             StatusError::too_old_resource_version(3, 10).message,
@@ -435,7 +509,11 @@ mod tests {
     #[test]
     fn invalid_lists_causes() {
         let errs = vec![
-            FieldError::invalid("spec.replicas", json!(20), "spec.replicas in body should be less than or equal to 10"),
+            FieldError::invalid(
+                "spec.replicas",
+                json!(20),
+                "spec.replicas in body should be less than or equal to 10",
+            ),
             FieldError::required("spec.deploymentName", ""),
         ];
         let e = StatusError::invalid("samplecontroller.k8s.io", "Foo", "x", &errs);
@@ -444,14 +522,23 @@ mod tests {
             "Foo.samplecontroller.k8s.io \"x\" is invalid: [spec.replicas: Invalid value: 20: spec.replicas in body should be less than or equal to 10, spec.deploymentName: Required value]"
         );
         let j = e.to_json();
-        assert_eq!(j["details"]["causes"][1], json!({"reason": "FieldValueRequired", "message": "Required value", "field": "spec.deploymentName"}));
+        assert_eq!(
+            j["details"]["causes"][1],
+            json!({"reason": "FieldValueRequired", "message": "Required value", "field": "spec.deploymentName"})
+        );
         let one = StatusError::invalid("", "ConfigMap", "y", &errs[1..]);
-        assert_eq!(one.message, "ConfigMap \"y\" is invalid: spec.deploymentName: Required value");
+        assert_eq!(
+            one.message,
+            "ConfigMap \"y\" is invalid: spec.deploymentName: Required value"
+        );
     }
 
     #[test]
     fn not_supported_quotes_values() {
         let e = FieldError::not_supported("spec.mode", json!("c"), &["a".into(), "b".into()]);
-        assert_eq!(e.to_string(), "spec.mode: Unsupported value: \"c\": supported values: \"a\", \"b\"");
+        assert_eq!(
+            e.to_string(),
+            "spec.mode: Unsupported value: \"c\": supported values: \"a\", \"b\""
+        );
     }
 }

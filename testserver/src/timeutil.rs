@@ -28,7 +28,11 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = if m <= 2 { y + 1 } else { y };
-    (year, u32::try_from(m).unwrap_or(1), u32::try_from(d).unwrap_or(1))
+    (
+        year,
+        u32::try_from(m).unwrap_or(1),
+        u32::try_from(d).unwrap_or(1),
+    )
 }
 
 /// A civil date to days since 1970-01-01.
@@ -72,7 +76,9 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
     }
     let mut rest = s.get(19..)?;
     if let Some(frac) = rest.strip_prefix('.') {
-        let end = frac.find(|c: char| !c.is_ascii_digit()).unwrap_or(frac.len());
+        let end = frac
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(frac.len());
         rest = frac.get(end..)?;
     }
     let offset = match rest {

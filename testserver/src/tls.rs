@@ -5,8 +5,8 @@
 
 use crate::Error;
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
 };
 use rustls::server::WebPkiClientVerifier;
 use rustls::RootCertStore;
@@ -42,11 +42,17 @@ impl Pki {
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
         ca_params.distinguished_name = name("kcontrol-testserver-ca", None);
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(tls_err)?).map_err(tls_err)?;
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().map_err(tls_err)?)
+            .map_err(tls_err)?;
 
         let mut server_params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).map_err(tls_err)?;
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .map_err(tls_err)?;
         server_params.distinguished_name = name("kcontrol-testserver", None);
         server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let server_key = KeyPair::generate().map_err(tls_err)?;
@@ -74,10 +80,11 @@ impl Pki {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = RootCertStore::empty();
         roots.add(self.ca_der.clone()).map_err(tls_err)?;
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .allow_unauthenticated()
-            .build()
-            .map_err(tls_err)?;
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .allow_unauthenticated()
+                .build()
+                .map_err(tls_err)?;
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.server_key.clone()));
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()

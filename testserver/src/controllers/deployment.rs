@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 /// Schedules a status update for a Deployment after the simulator's delay.
 pub(crate) fn schedule(core: &Arc<Core>, namespace: String, name: String) {
-    let Some(delay) = *core.deployment_sim.read() else { return };
+    let Some(delay) = *core.deployment_sim.read() else {
+        return;
+    };
     let core = core.clone();
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
@@ -41,7 +43,12 @@ pub(crate) fn desired_status(obj: &Value, previous: &Value) -> Value {
     });
     if replicas > 0 {
         if let Some(m) = status.as_object_mut() {
-            for f in ["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"] {
+            for f in [
+                "replicas",
+                "updatedReplicas",
+                "readyReplicas",
+                "availableReplicas",
+            ] {
                 m.insert(f.into(), json!(replicas));
             }
         }
@@ -116,7 +123,9 @@ mod tests {
         assert_eq!(s["availableReplicas"], 4);
         assert_eq!(s["readyReplicas"], 4);
         let zero = json!({"metadata": {"name": "web", "generation": 1}, "spec": {"replicas": 0}});
-        assert!(desired_status(&zero, &Value::Null).get("availableReplicas").is_none());
+        assert!(desired_status(&zero, &Value::Null)
+            .get("availableReplicas")
+            .is_none());
         assert!(same_except_times(&s, &desired_status(&d, &s)));
     }
 }

@@ -6,8 +6,10 @@
 mod deployment;
 
 use crate::meta;
-use crate::rest::{ControllerInputs, ControllerMsg, Core, DeleteOptions, Propagation, Subresource, WriteOptions};
 use crate::resource::ResourceInfo;
+use crate::rest::{
+    ControllerInputs, ControllerMsg, Core, DeleteOptions, Propagation, Subresource, WriteOptions,
+};
 use crate::status::GroupResource;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -24,7 +26,11 @@ struct Pending {
 }
 
 /// Runs the controllers until shutdown.
-pub(crate) async fn run(core: Arc<Core>, mut inputs: ControllerInputs, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+pub(crate) async fn run(
+    core: Arc<Core>,
+    mut inputs: ControllerInputs,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
     let mut pending = Pending::default();
     let mut tick = tokio::time::interval(RETRY_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -51,7 +57,9 @@ fn handle(core: &Arc<Core>, msg: ControllerMsg, pending: &mut Pending) {
         ControllerMsg::CrdDeleting { name } => {
             pending.crds.insert(name);
         }
-        ControllerMsg::DeploymentChanged { namespace, name } => deployment::schedule(core, namespace, name),
+        ControllerMsg::DeploymentChanged { namespace, name } => {
+            deployment::schedule(core, namespace, name)
+        }
     }
 }
 
@@ -68,32 +76,52 @@ fn info_for(core: &Core, key: &GroupResource) -> Option<Arc<ResourceInfo>> {
 }
 
 fn background() -> DeleteOptions {
-    DeleteOptions { propagation: Some(Propagation::Background), ..DeleteOptions::default() }
+    DeleteOptions {
+        propagation: Some(Propagation::Background),
+        ..DeleteOptions::default()
+    }
 }
 
 /// Deletes dependents whose owners are all gone; drops references to
 /// missing owners from dependents that still have a live owner.
 fn collect_dependents(core: &Core, uid: &str) {
     for (key, objkey) in core.store.dependents_of(uid) {
-        let (Some(info), Some(rs)) = (info_for(core, &key), core.store.resource(&key)) else { continue };
+        let (Some(info), Some(rs)) = (info_for(core, &key), core.store.resource(&key)) else {
+            continue;
+        };
         let Some(obj) = rs.get(&objkey) else { continue };
         let owners = meta::owner_uids(obj.value());
-        let live: Vec<&String> = owners.iter().filter(|o| core.store.locate_uid(o).is_some()).collect();
+        let live: Vec<&String> = owners
+            .iter()
+            .filter(|o| core.store.locate_uid(o).is_some())
+            .collect();
         if live.is_empty() {
             match core.delete(&info, obj.namespace(), obj.name(), &background()) {
                 Ok(_) => tracing::debug!(resource = %key, object = %objkey, "garbage collected"),
                 Err(e) if e.code == 404 => {}
-                Err(e) => tracing::warn!(resource = %key, object = %objkey, error = %e, "garbage collection failed"),
+                Err(e) => {
+                    tracing::warn!(resource = %key, object = %objkey, error = %e, "garbage collection failed")
+                }
             }
         } else {
             let keep: Vec<String> = live.into_iter().cloned().collect();
-            rewrite_owner_refs(core, &info, obj.value(), |r| keep.iter().any(|k| r["uid"] == k.as_str()));
+            rewrite_owner_refs(core, &info, obj.value(), |r| {
+                keep.iter().any(|k| r["uid"] == k.as_str())
+            });
         }
     }
 }
 
-fn rewrite_owner_refs(core: &Core, info: &ResourceInfo, obj: &Value, keep: impl Fn(&Value) -> bool) {
-    let refs: Vec<Value> = meta::owner_refs(obj).into_iter().filter(|r| keep(r)).collect();
+fn rewrite_owner_refs(
+    core: &Core,
+    info: &ResourceInfo,
+    obj: &Value,
+    keep: impl Fn(&Value) -> bool,
+) {
+    let refs: Vec<Value> = meta::owner_refs(obj)
+        .into_iter()
+        .filter(|r| keep(r))
+        .collect();
     let mut new = obj.clone();
     let m = meta::metadata_mut(&mut new);
     if refs.is_empty() {
@@ -101,16 +129,33 @@ fn rewrite_owner_refs(core: &Core, info: &ResourceInfo, obj: &Value, keep: impl 
     } else {
         m.insert("ownerReferences".into(), Value::Array(refs));
     }
-    if let Err(e) = core.update(info, meta::namespace(obj), meta::name(obj), new, Subresource::Main, &WriteOptions::default()) {
+    if let Err(e) = core.update(
+        info,
+        meta::namespace(obj),
+        meta::name(obj),
+        new,
+        Subresource::Main,
+        &WriteOptions::default(),
+    ) {
         tracing::debug!(error = %e, "updating owner references (will retry)");
     }
 }
 
 fn remove_finalizer(core: &Core, info: &ResourceInfo, obj: &Value, finalizer: &str) -> bool {
     let mut new = obj.clone();
-    let list: Vec<String> = meta::finalizers(obj).into_iter().filter(|f| f != finalizer).collect();
+    let list: Vec<String> = meta::finalizers(obj)
+        .into_iter()
+        .filter(|f| f != finalizer)
+        .collect();
     meta::set_finalizers(&mut new, &list);
-    match core.update(info, meta::namespace(obj), meta::name(obj), new, Subresource::Main, &WriteOptions::default()) {
+    match core.update(
+        info,
+        meta::namespace(obj),
+        meta::name(obj),
+        new,
+        Subresource::Main,
+        &WriteOptions::default(),
+    ) {
         Ok(_) => true,
         Err(e) if e.code == 404 => true,
         Err(e) => {
@@ -125,7 +170,9 @@ fn remove_finalizer(core: &Core, info: &ResourceInfo, obj: &Value, finalizer: &s
 fn process_deleting_owners(core: &Core) -> bool {
     let mut waiting = false;
     for rs in core.store.all_resources() {
-        let Some(info) = info_for(core, rs.key()) else { continue };
+        let Some(info) = info_for(core, rs.key()) else {
+            continue;
+        };
         for key in rs.keys_with_prefix("") {
             let Some(owner) = rs.get(&key) else { continue };
             if !meta::is_deleting(owner.value()) {
@@ -135,7 +182,11 @@ fn process_deleting_owners(core: &Core) -> bool {
             let uid = owner.uid().to_owned();
             if finalizers.iter().any(|f| f == "orphan") {
                 for (dkey, dobj) in core.store.dependents_of(&uid) {
-                    let (Some(dinfo), Some(drs)) = (info_for(core, &dkey), core.store.resource(&dkey)) else { continue };
+                    let (Some(dinfo), Some(drs)) =
+                        (info_for(core, &dkey), core.store.resource(&dkey))
+                    else {
+                        continue;
+                    };
                     if let Some(d) = drs.get(&dobj) {
                         rewrite_owner_refs(core, &dinfo, d.value(), |r| r["uid"] != uid.as_str());
                     }
@@ -163,7 +214,9 @@ fn process_deleting_owners(core: &Core) -> bool {
 fn foreground_dependents(core: &Core, uid: &str) -> usize {
     let mut blocking = 0;
     for (dkey, dobj) in core.store.dependents_of(uid) {
-        let (Some(dinfo), Some(drs)) = (info_for(core, &dkey), core.store.resource(&dkey)) else { continue };
+        let (Some(dinfo), Some(drs)) = (info_for(core, &dkey), core.store.resource(&dkey)) else {
+            continue;
+        };
         let Some(d) = drs.get(&dobj) else { continue };
         let blocks = meta::owner_refs(d.value())
             .iter()
@@ -172,7 +225,10 @@ fn foreground_dependents(core: &Core, uid: &str) -> usize {
             blocking += 1;
         }
         if !meta::is_deleting(d.value()) {
-            let opts = DeleteOptions { propagation: Some(Propagation::Foreground), ..DeleteOptions::default() };
+            let opts = DeleteOptions {
+                propagation: Some(Propagation::Foreground),
+                ..DeleteOptions::default()
+            };
             if let Err(e) = core.delete(&dinfo, d.namespace(), d.name(), &opts) {
                 tracing::debug!(error = %e, "foreground deletion of a dependent (will retry)");
             }
@@ -198,7 +254,9 @@ fn finish_namespace(core: &Core, ns: &str) -> bool {
         }
     }
     let ns_info = crate::builtin::namespaces();
-    let Ok(obj) = core.get(&ns_info, "", ns) else { return true };
+    let Ok(obj) = core.get(&ns_info, "", ns) else {
+        return true;
+    };
     if remaining > 0 {
         return false;
     }
@@ -206,23 +264,40 @@ fn finish_namespace(core: &Core, ns: &str) -> bool {
     if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
         spec.insert("finalizers".into(), Value::Array(Vec::new()));
     }
-    match core.update(&ns_info, "", ns, new, Subresource::Main, &WriteOptions::default()) {
+    match core.update(
+        &ns_info,
+        "",
+        ns,
+        new,
+        Subresource::Main,
+        &WriteOptions::default(),
+    ) {
         Ok(_) => core.get(&ns_info, "", ns).is_err(),
         Err(e) => e.code == 404,
     }
 }
 
 fn namespaced_storage_infos(core: &Core) -> Vec<Arc<ResourceInfo>> {
-    core.registry.all().into_iter().filter(|i| i.namespaced && i.is_storage_version()).collect()
+    core.registry
+        .all()
+        .into_iter()
+        .filter(|i| i.namespaced && i.is_storage_version())
+        .collect()
 }
 
 /// Deletes a terminating CRD's objects, unregisters it, then lets it go.
 /// Returns true when it is gone.
 fn finish_crd(core: &Core, name: &str) -> bool {
     let crd_info = crate::builtin::customresourcedefinitions();
-    let Ok(crd) = core.get(&crd_info, "", name) else { return true };
+    let Ok(crd) = core.get(&crd_info, "", name) else {
+        return true;
+    };
     let infos = crate::crd::resource_infos(crd.value());
-    if let Some(info) = infos.iter().find(|i| i.is_storage_version()).or(infos.first()) {
+    if let Some(info) = infos
+        .iter()
+        .find(|i| i.is_storage_version())
+        .or(infos.first())
+    {
         let key = info.group_resource();
         if let Some(rs) = core.store.resource(&key) {
             let keys = rs.keys_with_prefix("");
@@ -242,5 +317,6 @@ fn finish_crd(core: &Core, name: &str) -> bool {
         core.registry.unregister(&key.group, &key.resource);
         core.store.remove_resource(&key);
     }
-    remove_finalizer(core, &crd_info, crd.value(), crate::crd::CLEANUP_FINALIZER) && core.get(&crd_info, "", name).is_err()
+    remove_finalizer(core, &crd_info, crd.value(), crate::crd::CLEANUP_FINALIZER)
+        && core.get(&crd_info, "", name).is_err()
 }

@@ -5,7 +5,7 @@
 use super::body::{full, ResponseBody};
 use super::request::Verb;
 use super::State;
-use crate::faults::{FaultScope, Failure};
+use crate::faults::{Failure, FaultScope};
 use crate::status::StatusError;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -14,10 +14,11 @@ use std::time::Duration;
 fn num(q: &HashMap<String, String>, name: &str) -> Result<Option<u64>, StatusError> {
     match q.get(name) {
         None => Ok(None),
-        Some(v) => v
-            .parse()
-            .map(Some)
-            .map_err(|_| StatusError::bad_request(format!("query parameter {name:?} must be a non-negative integer, got {v:?}"))),
+        Some(v) => v.parse().map(Some).map_err(|_| {
+            StatusError::bad_request(format!(
+                "query parameter {name:?} must be a non-negative integer, got {v:?}"
+            ))
+        }),
     }
 }
 
@@ -38,7 +39,10 @@ fn verb(s: &str) -> Result<Verb, StatusError> {
 fn ok(v: Value) -> hyper::Response<ResponseBody> {
     let body = serde_json::to_vec(&v).unwrap_or_default();
     let mut r = hyper::Response::new(full(body));
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     r
 }
 
@@ -49,7 +53,11 @@ fn counters(state: &State) -> Value {
         .iter()
         .map(|((v, r), n)| json!({"verb": v, "resource": r, "count": n}))
         .collect();
-    let status: serde_json::Map<String, Value> = c.by_status.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    let status: serde_json::Map<String, Value> = c
+        .by_status
+        .iter()
+        .map(|(k, v)| (k.to_string(), json!(v)))
+        .collect();
     json!({"total": c.total, "byVerbResource": by, "byStatus": status, "activeWatches": c.active_watches, "watchesOpened": c.watches_opened})
 }
 
@@ -68,7 +76,12 @@ fn requests(state: &State) -> Value {
 }
 
 /// Serves `/__admin/<path>`.
-pub(crate) fn handle(state: &State, method: &http::Method, path: &str, q: &HashMap<String, String>) -> Result<hyper::Response<ResponseBody>, StatusError> {
+pub(crate) fn handle(
+    state: &State,
+    method: &http::Method,
+    path: &str,
+    q: &HashMap<String, String>,
+) -> Result<hyper::Response<ResponseBody>, StatusError> {
     let f = &state.faults;
     let post = method == http::Method::POST;
     match (path, post) {
@@ -78,7 +91,9 @@ pub(crate) fn handle(state: &State, method: &http::Method, path: &str, q: &HashM
             Ok(ok(json!({"cleared": true})))
         }
         ("requests", false) => Ok(ok(requests(state))),
-        ("state", false) => Ok(ok(json!({"resourceVersion": state.core.store.current_rv().to_string()}))),
+        ("state", false) => Ok(ok(
+            json!({"resourceVersion": state.core.store.current_rv().to_string()}),
+        )),
         ("close-watches", true) => {
             f.close_all_watches();
             Ok(ok(json!({"closed": true})))
@@ -97,15 +112,23 @@ pub(crate) fn handle(state: &State, method: &http::Method, path: &str, q: &HashM
         }
         ("compact", true) => {
             f.compact();
-            Ok(ok(json!({"compactedAt": state.core.store.current_rv().to_string()})))
+            Ok(ok(
+                json!({"compactedAt": state.core.store.current_rv().to_string()}),
+            ))
         }
         ("fail", true) => {
             let count = num(q, "count")?.unwrap_or(1);
             let failure = match num(q, "code")?.unwrap_or(429) {
-                429 => Failure::TooManyRequests { retry_after_secs: num(q, "retryAfter")?.unwrap_or(1) },
+                429 => Failure::TooManyRequests {
+                    retry_after_secs: num(q, "retryAfter")?.unwrap_or(1),
+                },
                 500 => Failure::InternalError,
                 503 => Failure::ServiceUnavailable,
-                other => return Err(StatusError::bad_request(format!("code must be 429, 500 or 503, got {other}"))),
+                other => {
+                    return Err(StatusError::bad_request(format!(
+                        "code must be 429, 500 or 503, got {other}"
+                    )))
+                }
             };
             let scope = FaultScope {
                 verb: q.get("verb").map(|v| verb(v)).transpose()?,
@@ -143,7 +166,9 @@ pub(crate) fn handle(state: &State, method: &http::Method, path: &str, q: &HashM
                 Some(Duration::from_millis(num(q, "delayMs")?.unwrap_or(0)))
             };
             *state.core.deployment_sim.write() = delay;
-            Ok(ok(json!({"enabled": delay.is_some(), "delayMs": delay.map(|d| d.as_millis() as u64)})))
+            Ok(ok(
+                json!({"enabled": delay.is_some(), "delayMs": delay.map(|d| d.as_millis() as u64)}),
+            ))
         }
         _ => Err(StatusError::route_not_found()),
     }

@@ -32,9 +32,16 @@ pub(crate) struct JoinedBody {
 
 impl JoinedBody {
     pub(crate) fn new(head: Bytes, items: Vec<Bytes>, tail: Bytes) -> Self {
-        let items_len: usize = items.iter().map(Bytes::len).sum::<usize>() + items.len().saturating_sub(1);
+        let items_len: usize =
+            items.iter().map(Bytes::len).sum::<usize>() + items.len().saturating_sub(1);
         let remaining = (head.len() + items_len + tail.len()) as u64;
-        Self { head: Some(head), items: items.into_iter(), first: true, tail: Some(tail), remaining }
+        Self {
+            head: Some(head),
+            items: items.into_iter(),
+            first: true,
+            tail: Some(tail),
+            remaining,
+        }
     }
 }
 
@@ -42,7 +49,10 @@ impl Body for JoinedBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = &mut *self;
         let mut buf = BytesMut::with_capacity(CHUNK + 4096);
         if let Some(h) = this.head.take() {
@@ -96,7 +106,10 @@ impl Body for ChannelBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         self.rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b))))
     }
 }
@@ -107,14 +120,35 @@ mod tests {
 
     #[tokio::test]
     async fn joined_body_has_exact_length() {
-        let items: Vec<Bytes> = (0..5000).map(|i| Bytes::from(format!("{{\"i\":{i}}}"))).collect();
-        let body = JoinedBody::new(Bytes::from_static(b"{\"items\":["), items, Bytes::from_static(b"]}"));
+        let items: Vec<Bytes> = (0..5000)
+            .map(|i| Bytes::from(format!("{{\"i\":{i}}}")))
+            .collect();
+        let body = JoinedBody::new(
+            Bytes::from_static(b"{\"items\":["),
+            items,
+            Bytes::from_static(b"]}"),
+        );
         let hint = body.size_hint().exact();
-        let collected = body.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+        let collected = body
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
         assert_eq!(Some(collected.len() as u64), hint);
         let v: serde_json::Value = serde_json::from_slice(&collected).unwrap_or_default();
         assert_eq!(v["items"].as_array().map(Vec::len), Some(5000));
-        let empty = JoinedBody::new(Bytes::from_static(b"["), Vec::new(), Bytes::from_static(b"]"));
-        assert_eq!(empty.collect().await.map(|c| c.to_bytes()).unwrap_or_default(), Bytes::from_static(b"[]"));
+        let empty = JoinedBody::new(
+            Bytes::from_static(b"["),
+            Vec::new(),
+            Bytes::from_static(b"]"),
+        );
+        assert_eq!(
+            empty
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default(),
+            Bytes::from_static(b"[]")
+        );
     }
 }

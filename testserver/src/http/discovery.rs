@@ -6,7 +6,16 @@ use crate::resource::ResourceInfo;
 use serde_json::{json, Value};
 use std::hash::{Hash, Hasher};
 
-const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 fn gv(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -26,7 +35,10 @@ pub(crate) fn core_versions(server_address: &str) -> Value {
 }
 
 fn group_json(name: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": gv(name, v), "version": v})).collect();
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": gv(name, v), "version": v}))
+        .collect();
     let preferred = vs.first().cloned().unwrap_or(Value::Null);
     json!({"name": name, "versions": vs, "preferredVersion": preferred})
 }
@@ -44,7 +56,10 @@ pub(crate) fn groups(registry: &Registry) -> Value {
 
 /// `/apis/<group>`, if the group is served.
 pub(crate) fn group(registry: &Registry, name: &str) -> Option<Value> {
-    let g = registry.groups().into_iter().find(|g| g.name == name && !name.is_empty())?;
+    let g = registry
+        .groups()
+        .into_iter()
+        .find(|g| g.name == name && !name.is_empty())?;
     let mut v = group_json(&g.name, &g.versions);
     let m = v.as_object_mut()?;
     m.insert("kind".into(), json!("APIGroup"));
@@ -56,7 +71,7 @@ fn storage_version_hash(info: &ResourceInfo) -> String {
     use base64::Engine;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&info.group, &info.storage_version, &info.kind).hash(&mut h);
-    base64::engine::general_purpose::STANDARD.encode(&h.finish().to_be_bytes())[..11].to_owned()
+    base64::engine::general_purpose::STANDARD.encode(h.finish().to_be_bytes())[..11].to_owned()
 }
 
 fn resource_json(info: &ResourceInfo) -> Value {
@@ -97,7 +112,9 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
             }));
         }
     }
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv(group, version), "resources": resources}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv(group, version), "resources": resources}),
+    )
 }
 
 #[cfg(test)]
@@ -109,14 +126,28 @@ mod tests {
         let r = Registry::default();
         r.register(crate::builtin::all());
         let g = groups(&r);
-        let names: Vec<&str> = g["groups"].as_array().map(|a| a.iter().filter_map(|g| g["name"].as_str()).collect()).unwrap_or_default();
-        assert_eq!(names, ["apps", "coordination.k8s.io", "apiextensions.k8s.io"]);
+        let names: Vec<&str> = g["groups"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|g| g["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            names,
+            ["apps", "coordination.k8s.io", "apiextensions.k8s.io"]
+        );
         let core = resource_list(&r, "", "v1").unwrap_or_default();
-        let cm = core["resources"].as_array().and_then(|a| a.iter().find(|x| x["name"] == "configmaps")).cloned();
+        let cm = core["resources"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["name"] == "configmaps"))
+            .cloned();
         assert_eq!(cm.map(|c| c["shortNames"].clone()), Some(json!(["cm"])));
         let apps = resource_list(&r, "apps", "v1").unwrap_or_default();
-        assert!(apps["resources"].as_array().is_some_and(|a| a.iter().any(|x| x["name"] == "deployments/status")));
+        assert!(apps["resources"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["name"] == "deployments/status")));
         assert!(resource_list(&r, "apps", "v2").is_none());
-        assert_eq!(group(&r, "apps").map(|g| g["preferredVersion"]["groupVersion"].clone()), Some(json!("apps/v1")));
+        assert_eq!(
+            group(&r, "apps").map(|g| g["preferredVersion"]["groupVersion"].clone()),
+            Some(json!("apps/v1"))
+        );
     }
 }

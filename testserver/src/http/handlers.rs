@@ -7,8 +7,11 @@ use super::render::{self, IncludeObject};
 use super::request::{ApiRequest, Verb};
 use super::{list, watch, State};
 use crate::patch::PatchType;
-use crate::rest::{DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions, WriteResult};
 use crate::resource::ResourceInfo;
+use crate::rest::{
+    DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
+    WriteResult,
+};
 use crate::selector::Filter;
 use crate::status::StatusError;
 use bytes::Bytes;
@@ -24,19 +27,26 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 
 type Resp = hyper::Response<ResponseBody>;
 
-fn header<'a>(parts: &'a Parts, name: http::header::HeaderName) -> Option<&'a str> {
+fn header(parts: &Parts, name: http::header::HeaderName) -> Option<&str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn read_body(body: Incoming) -> Result<Bytes, StatusError> {
     match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(StatusError::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {MAX_BODY}"),
-        )),
-        Err(e) => Err(StatusError::bad_request(format!("reading the request body: {e}"))),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(StatusError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: limit is {MAX_BODY}"),
+            ))
+        }
+        Err(e) => Err(StatusError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
     }
 }
 
@@ -45,7 +55,9 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, StatusErro
         None | Some("") => false,
         Some("All") => true,
         Some(other) => {
-            return Err(StatusError::bad_request(format!("unsupported dry run option: {other:?} (only \"All\" is supported)")))
+            return Err(StatusError::bad_request(format!(
+                "unsupported dry run option: {other:?} (only \"All\" is supported)"
+            )))
         }
     };
     Ok(WriteOptions {
@@ -55,15 +67,28 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, StatusErro
     })
 }
 
-fn respond(code: u16, bytes: Bytes, content_type: &str, warnings: &[String]) -> Result<Resp, StatusError> {
-    let mut b = hyper::Response::builder().status(code).header(http::header::CONTENT_TYPE, content_type);
+fn respond(
+    code: u16,
+    bytes: Bytes,
+    content_type: &str,
+    warnings: &[String],
+) -> Result<Resp, StatusError> {
+    let mut b = hyper::Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, content_type);
     for w in warnings {
         b = b.header("Warning", format!("299 - {}", crate::status::go_quote(w)));
     }
-    b.body(full(bytes)).map_err(|e| StatusError::internal(&e.to_string()))
+    b.body(full(bytes))
+        .map_err(|e| StatusError::internal(&e.to_string()))
 }
 
-fn write_response(info: &ResourceInfo, r: &WriteResult, output: Output, ok_code: u16) -> Result<Resp, StatusError> {
+fn write_response(
+    info: &ResourceInfo,
+    r: &WriteResult,
+    output: Output,
+    ok_code: u16,
+) -> Result<Resp, StatusError> {
     let code = if r.created { 201 } else { ok_code };
     let (bytes, ct) = render::render_one(info, &r.object, output, IncludeObject::Metadata)?;
     respond(code, bytes, ct, &r.warnings)
@@ -118,7 +143,9 @@ pub(crate) async fn resource(
         (Verb::Update, Some(name)) => {
             let bytes = read_body(body).await?;
             let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
-            let r = state.core.update(&info, ns, name, obj, sub, &write_options(q)?)?;
+            let r = state
+                .core
+                .update(&info, ns, name, obj, sub, &write_options(q)?)?;
             write_response(&info, &r, output, 200)
         }
         (Verb::Patch, Some(name)) => {
@@ -131,7 +158,10 @@ pub(crate) async fn resource(
                 )
             })?;
             let bytes = read_body(body).await?;
-            let r = state.core.patch(&info, ns, name, patch_type, &bytes, sub, &write_options(q)?)?;
+            let r =
+                state
+                    .core
+                    .patch(&info, ns, name, patch_type, &bytes, sub, &write_options(q)?)?;
             write_response(&info, &r, output, 200)
         }
         (Verb::Delete, Some(name)) => {
@@ -140,16 +170,31 @@ pub(crate) async fn resource(
         }
         (Verb::DeleteCollection, None) => {
             let opts = delete_options(body, q).await?;
-            let filter = Filter::parse(&info, q.get("labelSelector").map(String::as_str), q.get("fieldSelector").map(String::as_str))?;
-            let deleted = state.core.delete_collection(&info, namespace, &filter, &opts)?;
+            let filter = Filter::parse(
+                &info,
+                q.get("labelSelector").map(String::as_str),
+                q.get("fieldSelector").map(String::as_str),
+            )?;
+            let deleted = state
+                .core
+                .delete_collection(&info, namespace, &filter, &opts)?;
             let rv = state.core.store.current_rv();
-            list::render_list(&info, deleted, json!({"resourceVersion": rv.to_string()}), output, IncludeObject::Metadata)
+            list::render_list(
+                &info,
+                deleted,
+                json!({"resourceVersion": rv.to_string()}),
+                output,
+                IncludeObject::Metadata,
+            )
         }
         _ => Err(StatusError::method_not_allowed()),
     }
 }
 
-async fn delete_options(body: Incoming, q: &HashMap<String, String>) -> Result<DeleteOptions, StatusError> {
+async fn delete_options(
+    body: Incoming,
+    q: &HashMap<String, String>,
+) -> Result<DeleteOptions, StatusError> {
     let bytes = read_body(body).await?;
     let mut opts = if bytes.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
@@ -162,7 +207,11 @@ async fn delete_options(body: Incoming, q: &HashMap<String, String>) -> Result<D
     if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.propagation = Some(Propagation::parse(p)?);
     } else if let Some(o) = q.get("orphanDependents") {
-        opts.propagation = Some(if o == "true" { Propagation::Orphan } else { Propagation::Background });
+        opts.propagation = Some(if o == "true" {
+            Propagation::Orphan
+        } else {
+            Propagation::Background
+        });
     }
     if q.get("dryRun").is_some_and(|d| d == "All") {
         opts.dry_run = true;
@@ -170,7 +219,11 @@ async fn delete_options(body: Incoming, q: &HashMap<String, String>) -> Result<D
     Ok(opts)
 }
 
-fn delete_response(info: &ResourceInfo, outcome: DeleteOutcome, output: Output) -> Result<Resp, StatusError> {
+fn delete_response(
+    info: &ResourceInfo,
+    outcome: DeleteOutcome,
+    output: Output,
+) -> Result<Resp, StatusError> {
     match outcome {
         DeleteOutcome::Deleted(obj) if !info.return_deleted_object => {
             let mut details = serde_json::Map::new();

@@ -38,7 +38,11 @@ pub(crate) fn parse_rv(s: Option<&String>) -> Result<Rv, StatusError> {
                 "meta.k8s.io",
                 "ListOptions",
                 "",
-                &[FieldError::invalid("resourceVersion", json!(v), "must be a valid resource version")],
+                &[FieldError::invalid(
+                    "resourceVersion",
+                    json!(v),
+                    "must be a valid resource version",
+                )],
             )
         }),
     }
@@ -73,41 +77,73 @@ pub(crate) async fn list(
     output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let rv = parse_rv(q.get("resourceVersion"))?;
-    let rv_match = q.get("resourceVersionMatch").map(String::as_str).unwrap_or("");
+    let rv_match = q
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .unwrap_or("");
     let cont = q.get("continue").map(String::as_str).unwrap_or("");
     let limit: Option<usize> = match q.get("limit").map(String::as_str) {
         None | Some("") => None,
-        Some(l) => Some(l.parse::<i64>().map_err(|_| StatusError::bad_request(format!("invalid limit: {l:?}")))?.max(0) as usize),
+        Some(l) => Some(
+            l.parse::<i64>()
+                .map_err(|_| StatusError::bad_request(format!("invalid limit: {l:?}")))?
+                .max(0) as usize,
+        ),
     };
     let mut errs = Vec::new();
     if !rv_match.is_empty() {
         if rv == Rv::Unset {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
         }
         if !cont.is_empty() {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
         }
         if rv_match != "Exact" && rv_match != "NotOlderThan" {
-            errs.push(FieldError::not_supported("resourceVersionMatch", json!(rv_match), &["Exact".into(), "NotOlderThan".into(), String::new()]));
+            errs.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                json!(rv_match),
+                &["Exact".into(), "NotOlderThan".into(), String::new()],
+            ));
         }
         if rv_match == "Exact" && rv == Rv::Any {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
         }
     }
     if q.contains_key("sendInitialEvents") {
-        errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+        errs.push(FieldError::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
     }
     if !errs.is_empty() {
         return Err(list_options_invalid(errs));
     }
     if !cont.is_empty() && matches!(rv, Rv::At(_)) {
-        return Err(StatusError::bad_request("specifying resource version is not allowed when using continue"));
+        return Err(StatusError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
     }
-    let filter = Filter::parse(info, q.get("labelSelector").map(String::as_str), q.get("fieldSelector").map(String::as_str))?;
+    let filter = Filter::parse(
+        info,
+        q.get("labelSelector").map(String::as_str),
+        q.get("fieldSelector").map(String::as_str),
+    )?;
     if state.faults.take_list_expiry() {
         return Err(StatusError::list_too_old());
     }
-    let prefix = namespace.filter(|_| info.namespaced).map(|n| format!("{n}/")).unwrap_or_default();
+    let prefix = namespace
+        .filter(|_| info.namespaced)
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
     let (at_rv, start, limit) = if cont.is_empty() {
         match rv {
             Rv::Unset => (None, None, limit),
@@ -119,17 +155,27 @@ pub(crate) async fn list(
             }
         }
     } else {
-        let token = ContinueToken::decode(cont).map_err(|e| StatusError::bad_request(format!("continue key is not valid: {e}")))?;
+        let token = ContinueToken::decode(cont)
+            .map_err(|e| StatusError::bad_request(format!("continue key is not valid: {e}")))?;
         (token.rv, Some(token.start), limit)
     };
     let rs = state.core.resource_store(info);
     let filter_fn = |o: &crate::store::StoredObject| filter.matches(o);
-    let query = ListQuery { prefix, start: start.clone(), at_rv, limit, filter: &filter_fn, count_remaining: filter.is_empty() };
+    let query = ListQuery {
+        prefix,
+        start: start.clone(),
+        at_rv,
+        limit,
+        filter: &filter_fn,
+        count_remaining: filter.is_empty(),
+    };
     let page = rs.list_page(&state.core.store, &query).map_err(|_| {
         if cont.is_empty() {
             StatusError::list_too_old()
         } else {
-            let resume = start.as_deref().map(|s| s.trim_end_matches('\u{0}').to_owned());
+            let resume = start
+                .as_deref()
+                .map(|s| s.trim_end_matches('\u{0}').to_owned());
             StatusError::continue_expired(resume.map(|s| ContinueToken::after(&s, None)))
         }
     })?;
@@ -140,7 +186,13 @@ pub(crate) async fn list(
     if let Some(n) = page.remaining {
         list_meta["remainingItemCount"] = json!(n);
     }
-    render_list(info, page.items, list_meta, output, IncludeObject::parse(q.get("includeObject").map(String::as_str)))
+    render_list(
+        info,
+        page.items,
+        list_meta,
+        output,
+        IncludeObject::parse(q.get("includeObject").map(String::as_str)),
+    )
 }
 
 /// Renders a list of objects in the requested representation.
@@ -160,22 +212,39 @@ pub(crate) fn render_list(
                 list_meta
             );
             let parts: Vec<Bytes> = items.iter().map(|o| render::object_json(info, o)).collect();
-            (JoinedBody::new(Bytes::from(head), parts, Bytes::from_static(b"]}")).boxed(), "application/json")
+            (
+                JoinedBody::new(Bytes::from(head), parts, Bytes::from_static(b"]}")).boxed(),
+                "application/json",
+            )
         }
         Output::Yaml => {
-            let items: Vec<Value> = items.iter().map(|o| render::object_value(info, o)).collect();
+            let items: Vec<Value> = items
+                .iter()
+                .map(|o| render::object_value(info, o))
+                .collect();
             let v = json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": list_meta, "items": items});
             let (b, ct) = render::yaml(&v)?;
             (full(b), ct)
         }
         Output::PartialMetadata { v1beta1 } => {
-            let items: Vec<Value> = items.iter().map(|o| render::partial_metadata(o.value(), v1beta1)).collect();
+            let items: Vec<Value> = items
+                .iter()
+                .map(|o| render::partial_metadata(o.value(), v1beta1))
+                .collect();
             let v = json!({"kind": "PartialObjectMetadataList", "apiVersion": render::meta_api_version(v1beta1), "metadata": list_meta, "items": items});
             (full(render::json_bytes(&v)), "application/json")
         }
         Output::Table { v1beta1 } => {
-            let rows = items.iter().map(|o| table::row(info, &render::object_value(info, o), include, v1beta1)).collect();
-            (full(render::json_bytes(&table::table(info, rows, list_meta, v1beta1))), "application/json")
+            let rows = items
+                .iter()
+                .map(|o| table::row(info, &render::object_value(info, o), include, v1beta1))
+                .collect();
+            (
+                full(render::json_bytes(&table::table(
+                    info, rows, list_meta, v1beta1,
+                ))),
+                "application/json",
+            )
         }
     };
     hyper::Response::builder()

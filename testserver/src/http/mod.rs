@@ -58,8 +58,12 @@ type Resp = hyper::Response<ResponseBody>;
 pub(crate) fn status_response(e: &StatusError) -> Resp {
     let body = serde_json::to_vec(&e.to_json()).unwrap_or_default();
     let mut r = hyper::Response::new(full(body));
-    *r.status_mut() = http::StatusCode::from_u16(e.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    *r.status_mut() =
+        http::StatusCode::from_u16(e.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     if let Some(s) = e.retry_after {
         if let Ok(v) = http::HeaderValue::from_str(&s.to_string()) {
             r.headers_mut().insert(http::header::RETRY_AFTER, v);
@@ -70,15 +74,22 @@ pub(crate) fn status_response(e: &StatusError) -> Resp {
 
 fn json_response(v: &serde_json::Value) -> Resp {
     let mut r = hyper::Response::new(full(serde_json::to_vec(v).unwrap_or_default()));
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     r
 }
 
 fn failure_status(f: Failure) -> StatusError {
     match f {
-        Failure::TooManyRequests { retry_after_secs } => StatusError::too_many_requests(retry_after_secs),
+        Failure::TooManyRequests { retry_after_secs } => {
+            StatusError::too_many_requests(retry_after_secs)
+        }
         Failure::InternalError => StatusError::internal("injected fault"),
-        Failure::ServiceUnavailable => StatusError::service_unavailable("the server is currently unable to handle the request"),
+        Failure::ServiceUnavailable => {
+            StatusError::service_unavailable("the server is currently unable to handle the request")
+        }
     }
 }
 
@@ -100,9 +111,16 @@ fn authenticated(state: &State, parts: &http::request::Parts, cert_ok: bool) -> 
 }
 
 fn health(path: &str) -> Resp {
-    let text = if path.contains("verbose") || path.split('/').count() > 2 { "[+]ping ok\n[+]etcd ok\nhealthz check passed\n" } else { "ok" };
+    let text = if path.contains("verbose") || path.split('/').count() > 2 {
+        "[+]ping ok\n[+]etcd ok\nhealthz check passed\n"
+    } else {
+        "ok"
+    };
     let mut r = hyper::Response::new(full(text.to_owned()));
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     r
 }
 
@@ -129,7 +147,14 @@ async fn route_request(
     if let Route::Admin(path) = route {
         return admin::handle(state, &parts.method, path, q);
     }
-    let is_api = matches!(route, Route::Resource(_) | Route::CoreVersions | Route::Groups | Route::Group(_) | Route::ResourceList { .. });
+    let is_api = matches!(
+        route,
+        Route::Resource(_)
+            | Route::CoreVersions
+            | Route::Groups
+            | Route::Group(_)
+            | Route::ResourceList { .. }
+    );
     if is_api {
         let latency = state.faults.latency();
         if !latency.is_zero() {
@@ -146,14 +171,24 @@ async fn route_request(
     let registry = &state.core.registry;
     match route {
         Route::Resource(r) => handlers::resource(state, r, parts, body, q).await,
-        Route::CoreVersions => Ok(json_response(&discovery::core_versions(&state.config.server_address))),
+        Route::CoreVersions => Ok(json_response(&discovery::core_versions(
+            &state.config.server_address,
+        ))),
         Route::Groups => Ok(json_response(&discovery::groups(registry))),
-        Route::Group(g) => discovery::group(registry, g).map(|v| json_response(&v)).ok_or_else(StatusError::route_not_found),
-        Route::ResourceList { group, version } => discovery::resource_list(registry, group, version)
+        Route::Group(g) => discovery::group(registry, g)
             .map(|v| json_response(&v))
             .ok_or_else(StatusError::route_not_found),
+        Route::ResourceList { group, version } => {
+            discovery::resource_list(registry, group, version)
+                .map(|v| json_response(&v))
+                .ok_or_else(StatusError::route_not_found)
+        }
         Route::OpenApiV2 => {
-            let accept = parts.headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let accept = parts
+                .headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             if !accept.is_empty() && !accept.contains("json") && !accept.contains("*/*") {
                 return Err(StatusError::not_acceptable());
             }
@@ -181,12 +216,23 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
         Err(e) => status_response(&e),
     };
     let headers = resp.headers_mut();
-    headers.insert("Audit-Id", http::HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()).unwrap_or(http::HeaderValue::from_static("")));
-    headers.insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-cache, private"));
+    headers.insert(
+        "Audit-Id",
+        http::HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+            .unwrap_or(http::HeaderValue::from_static("")),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache, private"),
+    );
     let (verb, resource, subresource, namespace, name) = match &route {
         Route::Resource(r) => (
             Some(r.verb),
-            Some(if r.group.is_empty() { r.resource.clone() } else { format!("{}.{}", r.resource, r.group) }),
+            Some(if r.group.is_empty() {
+                r.resource.clone()
+            } else {
+                format!("{}.{}", r.resource, r.group)
+            }),
             r.subresource.clone(),
             r.namespace.clone(),
             r.name.clone(),
@@ -203,7 +249,12 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
         namespace,
         name,
         status: resp.status().as_u16(),
-        user_agent: parts.headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned(),
+        user_agent: parts
+            .headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned(),
         duration: started.elapsed(),
     });
     resp
@@ -257,7 +308,11 @@ pub(crate) async fn serve(
                 conns.spawn(async move {
                     match acceptor.accept(stream).await {
                         Ok(tls_stream) => {
-                            let cert_ok = tls_stream.get_ref().1.peer_certificates().is_some_and(|c| !c.is_empty());
+                            let cert_ok = tls_stream
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .is_some_and(|c| !c.is_empty());
                             serve_connection(tls_stream, state, cert_ok).await;
                         }
                         Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),

@@ -35,7 +35,10 @@ fn parse_media(s: &str) -> MediaType<'_> {
 
 impl MediaType<'_> {
     fn param(&self, name: &str) -> Option<&str> {
-        self.params.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| *v)
+        self.params
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
     }
 }
 
@@ -46,13 +49,20 @@ pub(crate) fn output(accept: Option<&str>) -> Result<Output, StatusError> {
     };
     for raw in accept.split(',') {
         let m = parse_media(raw);
-        let json_like = matches!(m.essence.as_str(), "application/json" | "*/*" | "application/*");
+        let json_like = matches!(
+            m.essence.as_str(),
+            "application/json" | "*/*" | "application/*"
+        );
         if !(json_like || m.essence == "application/yaml") {
             continue;
         }
         match m.param("as") {
             None => {
-                return Ok(if m.essence == "application/yaml" { Output::Yaml } else { Output::Json });
+                return Ok(if m.essence == "application/yaml" {
+                    Output::Yaml
+                } else {
+                    Output::Json
+                });
             }
             Some(kind) if json_like && m.param("g") == Some("meta.k8s.io") => {
                 let v1beta1 = match m.param("v") {
@@ -76,7 +86,9 @@ pub(crate) fn output(accept: Option<&str>) -> Result<Output, StatusError> {
 
 /// Decodes a create/update body by its Content-Type.
 pub(crate) fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, StatusError> {
-    let essence = content_type.map(|c| parse_media(c).essence).unwrap_or_default();
+    let essence = content_type
+        .map(|c| parse_media(c).essence)
+        .unwrap_or_default();
     match essence.as_str() {
         "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
             StatusError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
@@ -94,22 +106,40 @@ mod tests {
     #[test]
     fn picks_what_kubectl_asks_for() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(output(Some(kubectl)).ok(), Some(Output::Table { v1beta1: false }));
-        assert_eq!(output(Some("application/vnd.kubernetes.protobuf, */*")).ok(), Some(Output::Json));
+        assert_eq!(
+            output(Some(kubectl)).ok(),
+            Some(Output::Table { v1beta1: false })
+        );
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf, */*")).ok(),
+            Some(Output::Json)
+        );
         assert_eq!(output(None).ok(), Some(Output::Json));
         assert_eq!(output(Some("application/yaml")).ok(), Some(Output::Yaml));
         assert_eq!(
-            output(Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")).ok(),
+            output(Some(
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+            ))
+            .ok(),
             Some(Output::PartialMetadata { v1beta1: false })
         );
-        assert_eq!(output(Some("application/vnd.kubernetes.protobuf")).map_err(|e| e.code), Err(406));
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf")).map_err(|e| e.code),
+            Err(406)
+        );
     }
 
     #[test]
     fn decodes_json_and_yaml() {
         assert!(decode_body(Some("application/json"), b"{\"a\":1}").is_ok());
-        assert_eq!(decode_body(Some("application/yaml"), b"a: 1\n").ok(), Some(serde_json::json!({"a": 1})));
-        assert_eq!(decode_body(Some("application/vnd.kubernetes.protobuf"), b"").map_err(|e| e.code), Err(415));
+        assert_eq!(
+            decode_body(Some("application/yaml"), b"a: 1\n").ok(),
+            Some(serde_json::json!({"a": 1}))
+        );
+        assert_eq!(
+            decode_body(Some("application/vnd.kubernetes.protobuf"), b"").map_err(|e| e.code),
+            Err(415)
+        );
         assert_eq!(decode_body(None, b"{").map_err(|e| e.code), Err(400));
     }
 }

@@ -73,17 +73,26 @@ fn body(name: &str) -> Value {
 
 fn patch_op(info: &ResourceInfo, id: &str, schema: &str) -> Value {
     let mut content = Map::new();
-    let mut types = vec!["application/json-patch+json", "application/merge-patch+json"];
+    let mut types = vec![
+        "application/json-patch+json",
+        "application/merge-patch+json",
+    ];
     if info.behavior != Behavior::CustomResource {
         types.push("application/strategic-merge-patch+json");
     }
     types.push("application/apply-patch+yaml");
     for t in types {
-        content.insert(t.into(), json!({"schema": schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.Patch")}));
+        content.insert(
+            t.into(),
+            json!({"schema": schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.Patch")}),
+        );
     }
     let mut o = op(info, "patch", id, ok(schema));
     let mut params = write_params();
-    params.push(param("force", "Force is going to \"force\" Apply requests."));
+    params.push(param(
+        "force",
+        "Force is going to \"force\" Apply requests.",
+    ));
     o["parameters"] = Value::Array(params);
     o["requestBody"] = json!({"content": content, "required": true});
     o
@@ -106,29 +115,38 @@ fn add_paths(info: &ResourceInfo, schema: &str, list_schema: &str, paths: &mut M
         "delete": op(info, "deletecollection", &format!("deletecollection{id}"), ok("io.k8s.apimachinery.pkg.apis.meta.v1.Status")),
     }));
     if info.namespaced {
-        paths.insert(format!("{base}/{}", info.resource), json!({
-            "get": op(info, "list", &format!("list{id}ForAllNamespaces"), ok(list_schema)),
-        }));
+        paths.insert(
+            format!("{base}/{}", info.resource),
+            json!({
+                "get": op(info, "list", &format!("list{id}ForAllNamespaces"), ok(list_schema)),
+            }),
+        );
     }
     let item = format!("{collection}/{{name}}");
     let mut put = op(info, "put", &format!("replace{id}"), ok(schema));
     put["parameters"] = Value::Array(write_params());
     put["requestBody"] = body(schema);
-    paths.insert(item.clone(), json!({
-        "get": op(info, "get", &format!("read{id}"), ok(schema)),
-        "put": put,
-        "patch": patch_op(info, &format!("patch{id}"), schema),
-        "delete": op(info, "delete", &format!("delete{id}"), ok(schema)),
-    }));
+    paths.insert(
+        item.clone(),
+        json!({
+            "get": op(info, "get", &format!("read{id}"), ok(schema)),
+            "put": put,
+            "patch": patch_op(info, &format!("patch{id}"), schema),
+            "delete": op(info, "delete", &format!("delete{id}"), ok(schema)),
+        }),
+    );
     if info.status_subresource {
         let mut put = op(info, "put", &format!("replace{id}Status"), ok(schema));
         put["parameters"] = Value::Array(write_params());
         put["requestBody"] = body(schema);
-        paths.insert(format!("{item}/status"), json!({
-            "get": op(info, "get", &format!("read{id}Status"), ok(schema)),
-            "put": put,
-            "patch": patch_op(info, &format!("patch{id}Status"), schema),
-        }));
+        paths.insert(
+            format!("{item}/status"),
+            json!({
+                "get": op(info, "get", &format!("read{id}Status"), ok(schema)),
+                "put": put,
+                "patch": patch_op(info, &format!("patch{id}Status"), schema),
+            }),
+        );
     }
 }
 
@@ -152,11 +170,19 @@ pub(crate) fn v3_doc(registry: &Registry, group: &str, version: &str) -> Option<
     for info in &infos {
         let schema_name = info.openapi_name.clone();
         if info.behavior == Behavior::CustomResource {
-            let base = info.schema.as_deref().cloned().unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
-            schemas.insert(schema_name.clone(), openapi_schemas::crd_kind_schema(&base, group, version, &info.kind));
+            let base = info.schema.as_deref().cloned().unwrap_or_else(
+                || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            );
+            schemas.insert(
+                schema_name.clone(),
+                openapi_schemas::crd_kind_schema(&base, group, version, &info.kind),
+            );
         }
         let list_name = format!("{schema_name}List");
-        schemas.insert(list_name.clone(), openapi_schemas::list_schema(&schema_name, group, version, &info.list_kind));
+        schemas.insert(
+            list_name.clone(),
+            openapi_schemas::list_schema(&schema_name, group, version, &info.list_kind),
+        );
         add_paths(info, &schema_name, &list_name, &mut paths);
     }
     Some(json!({
@@ -187,8 +213,15 @@ pub(crate) fn v2_doc(registry: &Registry) -> Value {
     let mut defs = common_schemas();
     for info in registry.all() {
         if info.behavior == Behavior::CustomResource {
-            let base = info.schema.as_deref().cloned().unwrap_or_else(|| json!({"type": "object"}));
-            defs.insert(info.openapi_name.clone(), openapi_schemas::crd_kind_schema(&base, &info.group, &info.version, &info.kind));
+            let base = info
+                .schema
+                .as_deref()
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"}));
+            defs.insert(
+                info.openapi_name.clone(),
+                openapi_schemas::crd_kind_schema(&base, &info.group, &info.version, &info.kind),
+            );
         }
     }
     let mut doc = json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": {}, "definitions": defs});
@@ -207,11 +240,19 @@ mod tests {
         let doc = v3_doc(&r, "", "v1").unwrap_or_default();
         let p = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
         assert_eq!(p["x-kubernetes-group-version-kind"]["kind"], "ConfigMap");
-        assert!(p["parameters"].as_array().is_some_and(|ps| ps.iter().any(|x| x["name"] == "fieldValidation")));
-        assert!(p["requestBody"]["content"].get("application/strategic-merge-patch+json").is_some());
-        assert!(doc["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]["x-kubernetes-group-version-kind"].is_array());
+        assert!(p["parameters"]
+            .as_array()
+            .is_some_and(|ps| ps.iter().any(|x| x["name"] == "fieldValidation")));
+        assert!(p["requestBody"]["content"]
+            .get("application/strategic-merge-patch+json")
+            .is_some());
+        assert!(doc["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]
+            ["x-kubernetes-group-version-kind"]
+            .is_array());
         let root = v3_root(&r);
-        assert!(root["paths"]["apis/apps/v1"]["serverRelativeURL"].as_str().is_some_and(|u| u.starts_with("/openapi/v3/apis/apps/v1?hash=")));
+        assert!(root["paths"]["apis/apps/v1"]["serverRelativeURL"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("/openapi/v3/apis/apps/v1?hash=")));
         let v2 = v2_doc(&r);
         assert!(!v2.to_string().contains("#/components/schemas/"));
     }

@@ -34,9 +34,21 @@ fn list_of(name: &str, description: &str, key: Option<&str>) -> Value {
 const META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
 
-fn kind_schema(description: &str, group: &str, version: &str, kind: &str, mut props: Map<String, Value>) -> Value {
-    props.insert("apiVersion".into(), s("APIVersion defines the versioned schema of this representation of an object."));
-    props.insert("kind".into(), s("Kind is a string value representing the REST resource this object represents."));
+fn kind_schema(
+    description: &str,
+    group: &str,
+    version: &str,
+    kind: &str,
+    mut props: Map<String, Value>,
+) -> Value {
+    props.insert(
+        "apiVersion".into(),
+        s("APIVersion defines the versioned schema of this representation of an object."),
+    );
+    props.insert(
+        "kind".into(),
+        s("Kind is a string value representing the REST resource this object represents."),
+    );
     props.insert("metadata".into(), {
         let mut m = r(META);
         m["description"] = json!("Standard object's metadata.");
@@ -297,13 +309,20 @@ pub(crate) fn crd_kind_schema(schema: &Value, group: &str, version: &str, kind: 
     let mut v = schema.clone();
     let m = crate::meta::ensure_object(&mut v);
     let props = crate::meta::ensure_object(m.entry("properties").or_insert(Value::Null));
-    props.entry("apiVersion").or_insert(s("APIVersion defines the versioned schema of this representation of an object."));
-    props.entry("kind").or_insert(s("Kind is a string value representing the REST resource this object represents."));
+    props.entry("apiVersion").or_insert(s(
+        "APIVersion defines the versioned schema of this representation of an object.",
+    ));
+    props.entry("kind").or_insert(s(
+        "Kind is a string value representing the REST resource this object represents.",
+    ));
     props.insert("metadata".into(), {
         let mut m = r(META);
         m["description"] = json!("Standard object's metadata.");
         m
     });
-    m.insert("x-kubernetes-group-version-kind".into(), json!([{"group": group, "kind": kind, "version": version}]));
+    m.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([{"group": group, "kind": kind, "version": version}]),
+    );
     v
 }

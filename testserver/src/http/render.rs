@@ -67,15 +67,28 @@ pub(crate) fn partial_metadata(obj: &Value, v1beta1: bool) -> Value {
 }
 
 /// One object in the requested representation, with its Content-Type.
-pub(crate) fn render_one(info: &ResourceInfo, obj: &StoredObject, output: Output, include: IncludeObject) -> Result<(Bytes, &'static str), StatusError> {
+pub(crate) fn render_one(
+    info: &ResourceInfo,
+    obj: &StoredObject,
+    output: Output,
+    include: IncludeObject,
+) -> Result<(Bytes, &'static str), StatusError> {
     match output {
         Output::Json => Ok((object_json(info, obj), "application/json")),
         Output::Yaml => yaml(&object_value(info, obj)),
-        Output::PartialMetadata { v1beta1 } => Ok((json_bytes(&partial_metadata(obj.value(), v1beta1)), "application/json")),
+        Output::PartialMetadata { v1beta1 } => Ok((
+            json_bytes(&partial_metadata(obj.value(), v1beta1)),
+            "application/json",
+        )),
         Output::Table { v1beta1 } => {
             let value = object_value(info, obj);
             let rows = vec![table::row(info, &value, include, v1beta1)];
-            let t = table::table(info, rows, json!({"resourceVersion": obj.resource_version().to_string()}), v1beta1);
+            let t = table::table(
+                info,
+                rows,
+                json!({"resourceVersion": obj.resource_version().to_string()}),
+                v1beta1,
+            );
             Ok((json_bytes(&t), "application/json"))
         }
     }

@@ -21,12 +21,25 @@ enum Col<'a> {
 /// creationTimestamp), then the `-o wide` columns.
 fn layout(info: &ResourceInfo) -> Vec<Col<'_>> {
     let mut cols = vec![Col::Name];
-    let has_age = info.printer_columns.iter().any(|c| c.json_path == ".metadata.creationTimestamp");
-    cols.extend(info.printer_columns.iter().filter(|c| c.priority == 0).map(Col::Printer));
+    let has_age = info
+        .printer_columns
+        .iter()
+        .any(|c| c.json_path == ".metadata.creationTimestamp");
+    cols.extend(
+        info.printer_columns
+            .iter()
+            .filter(|c| c.priority == 0)
+            .map(Col::Printer),
+    );
     if !has_age {
         cols.push(Col::Age);
     }
-    cols.extend(info.printer_columns.iter().filter(|c| c.priority != 0).map(Col::Printer));
+    cols.extend(
+        info.printer_columns
+            .iter()
+            .filter(|c| c.priority != 0)
+            .map(Col::Printer),
+    );
     cols
 }
 
@@ -60,7 +73,11 @@ pub(crate) fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
 /// Evaluates a simple JSONPath (`.a.b`, `.a[0].b`).
 pub(crate) fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = obj;
-    for seg in path.trim_start_matches('.').split('.').filter(|s| !s.is_empty()) {
+    for seg in path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+    {
         let (field, index) = match seg.split_once('[') {
             Some((f, rest)) => (f, rest.trim_end_matches(']').parse::<usize>().ok()),
             None => (seg, None),
@@ -76,7 +93,9 @@ pub(crate) fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 fn age(obj: &Value) -> Value {
-    let created = obj["metadata"]["creationTimestamp"].as_str().and_then(timeutil::parse_rfc3339);
+    let created = obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(timeutil::parse_rfc3339);
     match created {
         Some(t) => json!(timeutil::human_duration(timeutil::now_secs() - t)),
         None => json!("<unknown>"),
@@ -86,7 +105,11 @@ fn age(obj: &Value) -> Value {
 fn containers(obj: &Value, field: &str) -> Value {
     let list: Vec<String> = obj["spec"]["template"]["spec"]["containers"]
         .as_array()
-        .map(|cs| cs.iter().filter_map(|c| c[field].as_str().map(str::to_owned)).collect())
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c[field].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     json!(list.join(","))
 }
@@ -104,14 +127,22 @@ fn cell(c: &PrinterColumn, obj: &Value) -> Value {
         }
         "!eventobject" => {
             let io = &obj["involvedObject"];
-            json!(format!("{}/{}", io["kind"].as_str().unwrap_or("").to_ascii_lowercase(), io["name"].as_str().unwrap_or("")))
+            json!(format!(
+                "{}/{}",
+                io["kind"].as_str().unwrap_or("").to_ascii_lowercase(),
+                io["name"].as_str().unwrap_or("")
+            ))
         }
         "!containers" => containers(obj, "name"),
         "!images" => containers(obj, "image"),
         "!selector" => {
             let sel: Vec<String> = obj["spec"]["selector"]["matchLabels"]
                 .as_object()
-                .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect())
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                        .collect()
+                })
                 .unwrap_or_default();
             json!(sel.join(","))
         }
@@ -127,7 +158,12 @@ fn cell(c: &PrinterColumn, obj: &Value) -> Value {
 }
 
 /// One row.
-pub(crate) fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject, v1beta1: bool) -> Value {
+pub(crate) fn row(
+    info: &ResourceInfo,
+    obj: &Value,
+    include: IncludeObject,
+    v1beta1: bool,
+) -> Value {
     let cells: Vec<Value> = layout(info)
         .into_iter()
         .map(|c| match c {
@@ -146,7 +182,12 @@ pub(crate) fn row(info: &ResourceInfo, obj: &Value, include: IncludeObject, v1be
 }
 
 /// A Table of rows with list metadata.
-pub(crate) fn table(info: &ResourceInfo, rows: Vec<Value>, list_meta: Value, v1beta1: bool) -> Value {
+pub(crate) fn table(
+    info: &ResourceInfo,
+    rows: Vec<Value>,
+    list_meta: Value,
+    v1beta1: bool,
+) -> Value {
     json!({
         "kind": "Table",
         "apiVersion": meta_api_version(v1beta1),
@@ -174,6 +215,9 @@ mod tests {
         assert_eq!(cells.get(4), Some(&json!("0s")));
         assert_eq!(cells.get(5), Some(&json!("nginx")));
         assert_eq!(r["object"]["kind"], "PartialObjectMetadata");
-        assert_eq!(json_path(&d, ".spec.template.spec.containers[0].image"), Some(&json!("nginx:1")));
+        assert_eq!(
+            json_path(&d, ".spec.template.spec.containers[0].image"),
+            Some(&json!("nginx:1"))
+        );
     }
 }

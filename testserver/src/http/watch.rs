@@ -30,10 +30,6 @@ const CHANNEL_DEPTH: usize = 8;
 /// kube sends the last bookmark this long before the watch's deadline.
 const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 
-fn truthy(v: Option<&String>) -> bool {
-    v.is_some_and(|v| v == "true" || v == "1")
-}
-
 /// One frame of a watch stream.
 fn frame(kind: &str, object: &[u8]) -> Bytes {
     let mut b = BytesMut::with_capacity(object.len() + 32);
@@ -46,7 +42,9 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
 }
 
 /// A watch response carrying one ERROR event.
-fn error_stream(e: &StatusError) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
+fn error_stream(
+    e: &StatusError,
+) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let f = frame("ERROR", &render::json_bytes(&e.to_json()));
     hyper::Response::builder()
         .status(200)
@@ -64,31 +62,59 @@ struct Params {
 
 fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, StatusError> {
     let rv = parse_rv(q.get("resourceVersion"))?;
-    let rv_match = q.get("resourceVersionMatch").map(String::as_str).unwrap_or("");
-    let send_initial = q.get("sendInitialEvents").map(|v| v == "true" || v == "1");
+    let rv_match = q
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .unwrap_or("");
+    let send_initial = q
+        .get("sendInitialEvents")
+        .and_then(|v| super::request::parse_bool(v));
     let mut errs = Vec::new();
     if send_initial.is_some() && rv_match != "NotOlderThan" {
-        errs.push(FieldError::forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+        errs.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
     }
     if !rv_match.is_empty() {
         if send_initial.is_none() {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
         }
         if rv_match != "NotOlderThan" {
-            errs.push(FieldError::not_supported("resourceVersionMatch", json!(rv_match), &["NotOlderThan".into()]));
+            errs.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                json!(rv_match),
+                &["NotOlderThan".into()],
+            ));
         }
         if q.get("continue").is_some_and(|c| !c.is_empty()) {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
         }
     }
     if !errs.is_empty() {
-        return Err(StatusError::invalid("meta.k8s.io", "ListOptions", "", &errs));
+        return Err(StatusError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            &errs,
+        ));
     }
     let timeout = match q.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
         Some(s) if s > 0 => Duration::from_secs(s),
         _ => state.config.default_watch_timeout,
     };
-    Ok(Params { rv, send_initial, bookmarks: truthy(q.get("allowWatchBookmarks")), timeout })
+    Ok(Params {
+        rv,
+        send_initial,
+        bookmarks: super::request::is_true(q.get("allowWatchBookmarks")),
+        timeout,
+    })
 }
 
 /// WATCH handler.
@@ -100,12 +126,26 @@ pub(crate) async fn watch(
     output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let p = parse_params(state, q)?;
-    let filter = Filter::parse(info, q.get("labelSelector").map(String::as_str), q.get("fieldSelector").map(String::as_str))?;
+    let filter = Filter::parse(
+        info,
+        q.get("labelSelector").map(String::as_str),
+        q.get("fieldSelector").map(String::as_str),
+    )?;
     let rs = state.core.resource_store(info);
-    let prefix = namespace.filter(|_| info.namespaced).map(|n| format!("{n}/")).unwrap_or_default();
+    let prefix = namespace
+        .filter(|_| info.namespaced)
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
     if state.faults.take_watch_expiry() {
-        let asked = if let Rv::At(n) = p.rv { n } else { state.core.store.current_rv() };
-        return error_stream(&StatusError::too_old_resource_version(asked, state.core.store.current_rv()));
+        let asked = if let Rv::At(n) = p.rv {
+            n
+        } else {
+            state.core.store.current_rv()
+        };
+        return error_stream(&StatusError::too_old_resource_version(
+            asked,
+            state.core.store.current_rv(),
+        ));
     }
     if let Rv::At(n) = p.rv {
         wait_for_rv(state, n).await?;
@@ -182,18 +222,26 @@ impl Watcher {
     fn object_bytes(&self, obj: &StoredObject) -> Bytes {
         match self.output {
             Output::Json | Output::Yaml => render::object_json(&self.info, obj),
-            Output::PartialMetadata { v1beta1 } => render::json_bytes(&render::partial_metadata(obj.value(), v1beta1)),
+            Output::PartialMetadata { v1beta1 } => {
+                render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
+            }
             Output::Table { v1beta1 } => {
                 let v = render::object_value(&self.info, obj);
                 let rows = vec![table::row(&self.info, &v, IncludeObject::Metadata, v1beta1)];
-                let t = table::table(&self.info, rows, json!({"resourceVersion": obj.resource_version().to_string()}), v1beta1);
+                let t = table::table(
+                    &self.info,
+                    rows,
+                    json!({"resourceVersion": obj.resource_version().to_string()}),
+                    v1beta1,
+                );
                 render::json_bytes(&t)
             }
         }
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let mut metadata = json!({"resourceVersion": rv.to_string(), "creationTimestamp": Value::Null});
+        let mut metadata =
+            json!({"resourceVersion": rv.to_string(), "creationTimestamp": Value::Null});
         if initial_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
@@ -202,7 +250,10 @@ impl Watcher {
     }
 
     fn corrupt(&self) -> Bytes {
-        Bytes::from(format!("{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"{}\",\"apiVersion\":}}\n", self.info.kind))
+        Bytes::from(format!(
+            "{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"{}\",\"apiVersion\":}}\n",
+            self.info.kind
+        ))
     }
 
     /// The frame this watcher sends for an event, if any.
@@ -218,12 +269,15 @@ impl Watcher {
         match (cur, prev) {
             (true, false) => Some(frame("ADDED", &self.object_bytes(&ev.object))),
             (true, true) => Some(frame(ev.kind.as_str(), &self.object_bytes(&ev.object))),
-            (false, true) if ev.kind == EventType::Deleted => Some(frame("DELETED", &self.object_bytes(&ev.object))),
+            (false, true) if ev.kind == EventType::Deleted => {
+                Some(frame("DELETED", &self.object_bytes(&ev.object)))
+            }
             (false, true) => {
                 let p = ev.prev.as_ref()?;
                 let mut v = p.value().clone();
                 crate::meta::set_meta_str(&mut v, "resourceVersion", &ev.rv.to_string());
-                let gone = crate::store::StoredObject::detached(v, ev.rv, p.key().to_owned()).ok()?;
+                let gone =
+                    crate::store::StoredObject::detached(v, ev.rv, p.key().to_owned()).ok()?;
                 Some(frame("DELETED", &self.object_bytes(&gone)))
             }
             (false, false) => None,
@@ -242,7 +296,10 @@ impl Watcher {
             buf.put_slice(&f);
         }
         self.sent += 1;
-        self.state.faults.close_after().is_none_or(|n| self.sent < n)
+        self.state
+            .faults
+            .close_after()
+            .is_none_or(|n| self.sent < n)
     }
 
     async fn send_initial(&mut self, initial: Vec<Arc<StoredObject>>) -> Result<(), End> {
@@ -278,7 +335,12 @@ impl Watcher {
         (at > now).then_some(at)
     }
 
-    async fn serve(&mut self, initial: Vec<Arc<StoredObject>>, initial_rv: u64, end_bookmark: bool) -> Result<(), End> {
+    async fn serve(
+        &mut self,
+        initial: Vec<Arc<StoredObject>>,
+        initial_rv: u64,
+        end_bookmark: bool,
+    ) -> Result<(), End> {
         let mut seq_rx = self.rs.subscribe();
         let mut gone_rx = self.rs.subscribe_closed();
         let mut close_rx = self.state.faults.subscribe_close();
@@ -296,7 +358,10 @@ impl Watcher {
                 return Ok(());
             }
             if !*paused_rx.borrow_and_update() {
-                let events = self.rs.events_from(self.next_seq, BATCH_EVENTS).map_err(|_| End::Closed)?;
+                let events = self
+                    .rs
+                    .events_from(self.next_seq, BATCH_EVENTS)
+                    .map_err(|_| End::Closed)?;
                 if !events.is_empty() {
                     let mut buf = BytesMut::new();
                     let mut keep_going = true;

@@ -38,7 +38,12 @@ impl Propagation {
                 &[crate::status::FieldError::not_supported(
                     "propagationPolicy",
                     json!(other),
-                    &["Foreground".into(), "Background".into(), "Orphan".into(), "nil".into()],
+                    &[
+                        "Foreground".into(),
+                        "Background".into(),
+                        "Orphan".into(),
+                        "nil".into(),
+                    ],
                 )],
             )),
         }
@@ -61,11 +66,19 @@ impl DeleteOptions {
         if let Some(p) = body.get("propagationPolicy").and_then(Value::as_str) {
             o.propagation = Some(Propagation::parse(p)?);
         } else if let Some(orphan) = body.get("orphanDependents").and_then(Value::as_bool) {
-            o.propagation = Some(if orphan { Propagation::Orphan } else { Propagation::Background });
+            o.propagation = Some(if orphan {
+                Propagation::Orphan
+            } else {
+                Propagation::Background
+            });
         }
         o.precondition_uid = body["preconditions"]["uid"].as_str().map(str::to_owned);
-        o.precondition_rv = body["preconditions"]["resourceVersion"].as_str().map(str::to_owned);
-        o.dry_run = body["dryRun"].as_array().is_some_and(|a| a.iter().any(|v| v == "All"));
+        o.precondition_rv = body["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned);
+        o.dry_run = body["dryRun"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|v| v == "All"));
         Ok(o)
     }
 }
@@ -85,14 +98,22 @@ pub(crate) fn can_remove(info: &ResourceInfo, obj: &Value) -> bool {
         return false;
     }
     if info.behavior == Behavior::Namespace {
-        return obj["spec"]["finalizers"].as_array().is_none_or(Vec::is_empty);
+        return obj["spec"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty);
     }
     true
 }
 
 impl Core {
     /// DELETE of one object.
-    pub(crate) fn delete(&self, info: &ResourceInfo, namespace: &str, name: &str, opts: &DeleteOptions) -> Result<DeleteOutcome, StatusError> {
+    pub(crate) fn delete(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, StatusError> {
         let key = object_key(info, namespace, name);
         let rs = self.resource_store(info);
         let mut tx = rs.write(&self.store);
@@ -111,11 +132,20 @@ impl Core {
                 finalizers.push(f.to_owned());
             }
         }
-        let special = matches!(info.behavior, Behavior::Namespace | Behavior::CustomResourceDefinition);
-        if meta::is_deleting(old.value()) && (finalizers == meta::finalizers(old.value()) || special) {
+        let special = matches!(
+            info.behavior,
+            Behavior::Namespace | Behavior::CustomResourceDefinition
+        );
+        if meta::is_deleting(old.value())
+            && (finalizers == meta::finalizers(old.value()) || special)
+        {
             return Ok(DeleteOutcome::Pending(old));
         }
-        if info.behavior == Behavior::CustomResourceDefinition && !finalizers.iter().any(|f| f == crate::crd::CLEANUP_FINALIZER) {
+        if info.behavior == Behavior::CustomResourceDefinition
+            && !finalizers
+                .iter()
+                .any(|f| f == crate::crd::CLEANUP_FINALIZER)
+        {
             finalizers.push(crate::crd::CLEANUP_FINALIZER.to_owned());
         }
         let mut new = old.value().clone();
@@ -130,8 +160,12 @@ impl Core {
             let ev = tx.put(&key, new)?;
             drop(tx);
             match info.behavior {
-                Behavior::Namespace => self.notify(ControllerMsg::NamespaceTerminating { name: name.to_owned() }),
-                Behavior::CustomResourceDefinition => self.notify(ControllerMsg::CrdDeleting { name: name.to_owned() }),
+                Behavior::Namespace => self.notify(ControllerMsg::NamespaceTerminating {
+                    name: name.to_owned(),
+                }),
+                Behavior::CustomResourceDefinition => self.notify(ControllerMsg::CrdDeleting {
+                    name: name.to_owned(),
+                }),
                 _ => {}
             }
             if add.is_some() {
@@ -155,7 +189,9 @@ impl Core {
     /// Work that follows the removal of an object.
     pub(crate) fn after_remove(&self, _info: &ResourceInfo, obj: &StoredObject) {
         if !obj.uid().is_empty() {
-            self.notify(ControllerMsg::Removed { uid: obj.uid().to_owned() });
+            self.notify(ControllerMsg::Removed {
+                uid: obj.uid().to_owned(),
+            });
         }
     }
 
@@ -168,7 +204,10 @@ impl Core {
         opts: &DeleteOptions,
     ) -> Result<Vec<Arc<StoredObject>>, StatusError> {
         let rs = self.resource_store(info);
-        let prefix = namespace.filter(|_| info.namespaced).map(|n| format!("{n}/")).unwrap_or_default();
+        let prefix = namespace
+            .filter(|_| info.namespaced)
+            .map(|n| format!("{n}/"))
+            .unwrap_or_default();
         let mut out = Vec::new();
         for key in rs.keys_with_prefix(&prefix) {
             let Some(obj) = rs.get(&key) else { continue };
@@ -203,7 +242,9 @@ fn mark_deleting(info: &ResourceInfo, obj: &mut Value) {
         Behavior::CustomResourceDefinition => {
             let cond = json!({"type": "Terminating", "status": "True", "lastTransitionTime": now,
                 "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"});
-            if let Some(Value::Array(conds)) = obj.get_mut("status").and_then(|s| s.get_mut("conditions")) {
+            if let Some(Value::Array(conds)) =
+                obj.get_mut("status").and_then(|s| s.get_mut("conditions"))
+            {
                 conds.retain(|c| c["type"] != "Terminating");
                 conds.push(cond);
             }
@@ -212,13 +253,21 @@ fn mark_deleting(info: &ResourceInfo, obj: &mut Value) {
     }
 }
 
-fn check_preconditions(info: &ResourceInfo, name: &str, old: &StoredObject, opts: &DeleteOptions) -> Result<(), StatusError> {
+fn check_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    old: &StoredObject,
+    opts: &DeleteOptions,
+) -> Result<(), StatusError> {
     if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty()) {
         if uid != old.uid() {
             return Err(StatusError::conflict(
                 &info.group_resource(),
                 name,
-                &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", old.uid()),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    old.uid()
+                ),
             ));
         }
     }

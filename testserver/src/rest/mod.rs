@@ -93,7 +93,10 @@ impl From<StoreError> for StatusError {
 impl Core {
     /// A core with the built-in resources and the `default`, `kube-system`,
     /// `kube-public` and `kube-node-lease` namespaces.
-    pub(crate) fn new(history: usize, deployment_sim: Option<Duration>) -> (Arc<Self>, ControllerInputs) {
+    pub(crate) fn new(
+        history: usize,
+        deployment_sim: Option<Duration>,
+    ) -> (Arc<Self>, ControllerInputs) {
         let (tx, rx) = mpsc::unbounded_channel();
         let core = Arc::new(Self {
             store: Store::new(history),
@@ -126,14 +129,24 @@ impl Core {
     }
 
     /// GET of one object.
-    pub(crate) fn get(&self, info: &ResourceInfo, namespace: &str, name: &str) -> Result<Arc<StoredObject>, StatusError> {
+    pub(crate) fn get(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, StatusError> {
         self.resource_store(info)
             .get(&object_key(info, namespace, name))
             .ok_or_else(|| StatusError::not_found(&info.group_resource(), name))
     }
 
     /// A namespace that exists and is not terminating, for creates in it.
-    pub(crate) fn check_namespace(&self, info: &ResourceInfo, namespace: &str, name: &str) -> Result<(), StatusError> {
+    pub(crate) fn check_namespace(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), StatusError> {
         if !info.namespaced {
             return Ok(());
         }
@@ -141,14 +154,16 @@ impl Core {
             .store
             .ensure_resource(&GroupResource::new("", "namespaces"))
             .get(namespace)
-            .ok_or_else(|| StatusError::not_found(&GroupResource::new("", "namespaces"), namespace))?;
+            .ok_or_else(|| {
+                StatusError::not_found(&GroupResource::new("", "namespaces"), namespace)
+            })?;
         if crate::meta::is_deleting(ns.value()) {
             let mut e = StatusError::forbidden(
                 &info.group_resource(),
                 name,
                 &format!("unable to create new content in namespace {namespace} because it is being terminated"),
             );
-            if let Some(serde_json::Value::Object(d)) = e.details.as_mut() {
+            if let Some(serde_json::Value::Object(d)) = e.details.as_deref_mut() {
                 d.insert(
                     "causes".into(),
                     serde_json::json!([{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}]),

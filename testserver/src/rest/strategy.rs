@@ -42,7 +42,9 @@ fn spec_part(obj: &Value) -> Map<String, Value> {
     obj.as_object()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect()
         })
@@ -59,7 +61,12 @@ pub(crate) fn fill_create_metadata(info: &ResourceInfo, obj: &mut Value) {
     let m = meta::metadata_mut(obj);
     m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     m.insert("creationTimestamp".into(), json!(timeutil::now_rfc3339()));
-    for f in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+    for f in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
         m.remove(f);
     }
     if info.tracks_generation {
@@ -71,7 +78,15 @@ pub(crate) fn fill_create_metadata(info: &ResourceInfo, obj: &mut Value) {
 
 /// Copies the metadata an update may not change from the old object.
 pub(crate) fn keep_system_metadata(old: &Value, new: &mut Value) {
-    let keep = ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "name", "namespace"];
+    let keep = [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "name",
+        "namespace",
+    ];
     let old_meta = meta::metadata(old).cloned().unwrap_or_default();
     let m = meta::metadata_mut(new);
     for f in keep {
@@ -91,17 +106,31 @@ pub(crate) fn keep_system_metadata(old: &Value, new: &mut Value) {
 pub(crate) fn default_object(info: &ResourceInfo, obj: &mut Value) -> Result<(), StatusError> {
     match info.behavior {
         Behavior::Deployment => default_deployment(obj),
-        Behavior::Plain if info.resource == "secrets" && info.group.is_empty() => default_secret(obj)?,
+        Behavior::Plain if info.resource == "secrets" && info.group.is_empty() => {
+            default_secret(obj)?
+        }
         Behavior::Namespace => {
-            let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(Value::Null));
+            let spec = meta::ensure_object(
+                meta::ensure_object(obj)
+                    .entry("spec")
+                    .or_insert(Value::Null),
+            );
             if !spec.contains_key("finalizers") {
                 spec.insert("finalizers".into(), json!(["kubernetes"]));
             }
-            let labels = meta::ensure_object(meta::metadata_mut(obj).entry("labels").or_insert(Value::Null));
+            let labels = meta::ensure_object(
+                meta::metadata_mut(obj)
+                    .entry("labels")
+                    .or_insert(Value::Null),
+            );
             let name = labels.get("kubernetes.io/metadata.name").cloned();
             if name.is_none() {
                 let n = meta::name(obj).to_owned();
-                let labels = meta::ensure_object(meta::metadata_mut(obj).entry("labels").or_insert(Value::Null));
+                let labels = meta::ensure_object(
+                    meta::metadata_mut(obj)
+                        .entry("labels")
+                        .or_insert(Value::Null),
+                );
                 labels.insert("kubernetes.io/metadata.name".into(), json!(n));
             }
         }
@@ -111,7 +140,11 @@ pub(crate) fn default_object(info: &ResourceInfo, obj: &mut Value) -> Result<(),
 }
 
 fn default_deployment(obj: &mut Value) {
-    let spec = meta::ensure_object(meta::ensure_object(obj).entry("spec").or_insert(Value::Null));
+    let spec = meta::ensure_object(
+        meta::ensure_object(obj)
+            .entry("spec")
+            .or_insert(Value::Null),
+    );
     spec.entry("replicas").or_insert(json!(1));
     spec.entry("revisionHistoryLimit").or_insert(json!(10));
     spec.entry("progressDeadlineSeconds").or_insert(json!(600));
@@ -127,22 +160,37 @@ fn default_secret(obj: &mut Value) -> Result<(), StatusError> {
     if let Some(Value::Object(sd)) = m.remove("stringData") {
         let data = meta::ensure_object(m.entry("data").or_insert(Value::Null));
         for (k, v) in sd {
-            let s = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
-            data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+            let s = v
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            data.insert(
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(s)),
+            );
         }
     }
     if let Some(Value::Object(data)) = m.get("data") {
         let mut errs = Vec::new();
         for (k, v) in data {
-            let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+            let ok = v
+                .as_str()
+                .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
             if !ok {
-                errs.push(FieldError::invalid(format!("data[{k}]"), v.clone(), "illegal base64 data"));
+                errs.push(FieldError::invalid(
+                    format!("data[{k}]"),
+                    v.clone(),
+                    "illegal base64 data",
+                ));
             }
         }
         if !errs.is_empty() {
             return Err(StatusError::bad_request(format!(
                 "Secret in version \"v1\" cannot be handled as a Secret: {}",
-                errs.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                errs.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     }
@@ -167,7 +215,12 @@ pub(crate) fn validate_name(info: &ResourceInfo, name: &str, errs: &mut Vec<Fiel
 }
 
 /// Validation of a kind's fields (beyond schemas).
-pub(crate) fn validate_kind(info: &ResourceInfo, obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
+pub(crate) fn validate_kind(
+    info: &ResourceInfo,
+    obj: &Value,
+    old: Option<&Value>,
+    errs: &mut Vec<FieldError>,
+) {
     if info.behavior == Behavior::Deployment {
         validate_deployment(obj, old, errs);
     }
@@ -199,16 +252,27 @@ fn validate_deployment(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldErr
         if let Some(old) = old {
             let old_sel = &old["spec"]["selector"];
             if old_sel.is_object() && old_sel != selector {
-                errs.push(FieldError::invalid("spec.selector", selector.clone(), "field is immutable"));
+                errs.push(FieldError::invalid(
+                    "spec.selector",
+                    selector.clone(),
+                    "field is immutable",
+                ));
             }
         }
     }
     if let Some(r) = obj["spec"].get("replicas") {
         if r.as_i64().is_none_or(|n| n < 0) {
-            errs.push(FieldError::invalid("spec.replicas", r.clone(), "must be greater than or equal to 0"));
+            errs.push(FieldError::invalid(
+                "spec.replicas",
+                r.clone(),
+                "must be greater than or equal to 0",
+            ));
         }
     }
-    if !obj["spec"]["template"]["spec"]["containers"].as_array().is_some_and(|c| !c.is_empty()) {
+    if obj["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .is_none_or(Vec::is_empty)
+    {
         errs.push(FieldError::required("spec.template.spec.containers", ""));
     }
 }
@@ -220,7 +284,11 @@ pub(crate) struct SchemaOutcome {
 }
 
 /// Prunes, defaults and validates a custom resource against its schema.
-pub(crate) fn apply_schema(info: &ResourceInfo, obj: &mut Value, errs: &mut Vec<FieldError>) -> SchemaOutcome {
+pub(crate) fn apply_schema(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    errs: &mut Vec<FieldError>,
+) -> SchemaOutcome {
     let mut unknown = Vec::new();
     if let (Some(schema), true) = (&info.schema, info.validate_schema) {
         schema::prune(schema, obj, "", &mut unknown);

@@ -25,7 +25,9 @@ fn invalid(info: &ResourceInfo, name: &str, errs: &[FieldError]) -> StatusError 
 /// Checks and fills `apiVersion` and `kind`; stores in the storage version.
 fn check_type_meta(core: &Core, info: &ResourceInfo, obj: &mut Value) -> Result<(), StatusError> {
     if !obj.is_object() {
-        return Err(StatusError::bad_request("the body of the request must be a JSON or YAML object"));
+        return Err(StatusError::bad_request(
+            "the body of the request must be a JSON or YAML object",
+        ));
     }
     let (api_version, kind) = meta::type_meta(obj);
     if !api_version.is_empty() {
@@ -49,7 +51,11 @@ fn check_type_meta(core: &Core, info: &ResourceInfo, obj: &mut Value) -> Result<
     Ok(())
 }
 
-fn check_namespace_field(info: &ResourceInfo, namespace: &str, obj: &mut Value) -> Result<(), StatusError> {
+fn check_namespace_field(
+    info: &ResourceInfo,
+    namespace: &str,
+    obj: &mut Value,
+) -> Result<(), StatusError> {
     if info.namespaced {
         let given = meta::namespace(obj);
         if given.is_empty() {
@@ -86,25 +92,39 @@ fn default_and_validate(
     if !errs.is_empty() {
         return Err(invalid(info, meta::name(obj), &errs));
     }
-    let unknown: Vec<String> = outcome.unknown.iter().map(|f| format!("unknown field {}", crate::status::go_quote(f))).collect();
+    let unknown: Vec<String> = outcome
+        .unknown
+        .iter()
+        .map(|f| format!("unknown field {}", crate::status::go_quote(f)))
+        .collect();
     match opts.field_validation {
-        FieldValidation::Strict if !unknown.is_empty() => {
-            Err(StatusError::bad_request(format!("strict decoding error: {}", unknown.join(", "))))
-        }
+        FieldValidation::Strict if !unknown.is_empty() => Err(StatusError::bad_request(format!(
+            "strict decoding error: {}",
+            unknown.join(", ")
+        ))),
         FieldValidation::Warn => Ok(unknown),
         _ => Ok(Vec::new()),
     }
 }
 
 fn dry_run_object(value: Value, key: &str) -> Result<Arc<StoredObject>, StatusError> {
-    let rv = value["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let rv = value["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     crate::store::StoredObject::detached(value, rv, key.to_owned())
         .map(Arc::new)
         .map_err(|e| StatusError::internal(&e.to_string()))
 }
 
 impl Core {
-    fn prepare_create(&self, info: &ResourceInfo, namespace: &str, mut obj: Value, opts: &WriteOptions) -> Result<Prepared, StatusError> {
+    fn prepare_create(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Prepared, StatusError> {
         check_type_meta(self, info, &mut obj)?;
         check_namespace_field(info, namespace, &mut obj)?;
         if meta::name(&obj).is_empty() {
@@ -131,11 +151,20 @@ impl Core {
         if info.behavior == Behavior::CustomResourceDefinition {
             crate::crd::establish(&mut obj);
         }
-        Ok(Prepared { value: obj, warnings })
+        Ok(Prepared {
+            value: obj,
+            warnings,
+        })
     }
 
     /// POST: creates an object.
-    pub(crate) fn create(&self, info: &ResourceInfo, namespace: &str, body: Value, opts: &WriteOptions) -> Result<WriteResult, StatusError> {
+    pub(crate) fn create(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
         let generated = meta::name(&body).is_empty();
         let rs = self.resource_store(info);
         let mut attempt = 0;
@@ -153,12 +182,20 @@ impl Core {
                 return Err(StatusError::already_exists(&info.group_resource(), &name));
             }
             if opts.dry_run {
-                return Ok(WriteResult { object: dry_run_object(prepared.value, &key)?, created: true, warnings: prepared.warnings });
+                return Ok(WriteResult {
+                    object: dry_run_object(prepared.value, &key)?,
+                    created: true,
+                    warnings: prepared.warnings,
+                });
             }
             let ev = tx.put(&key, prepared.value)?;
             drop(tx);
             self.after_write(info, None, &ev.object);
-            return Ok(WriteResult { object: ev.object.clone(), created: true, warnings: prepared.warnings });
+            return Ok(WriteResult {
+                object: ev.object.clone(),
+                created: true,
+                warnings: prepared.warnings,
+            });
         }
     }
 
@@ -247,33 +284,60 @@ impl Core {
             let gen = meta::generation(old_value) + 1;
             meta::metadata_mut(&mut new).insert("generation".into(), json!(gen));
         }
-        if info.behavior == Behavior::CustomResourceDefinition && sub == Subresource::Main && !meta::is_deleting(&new) {
+        if info.behavior == Behavior::CustomResourceDefinition
+            && sub == Subresource::Main
+            && !meta::is_deleting(&new)
+        {
             crate::crd::establish(&mut new);
         }
         if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
             if opts.dry_run {
-                return Ok(WriteResult { object: old, created: false, warnings });
+                return Ok(WriteResult {
+                    object: old,
+                    created: false,
+                    warnings,
+                });
             }
             let ev = tx.delete(key)?;
             return match ev {
                 Some(ev) => {
                     self.after_remove(info, &ev.object);
-                    Ok(WriteResult { object: ev.object.clone(), created: false, warnings })
+                    Ok(WriteResult {
+                        object: ev.object.clone(),
+                        created: false,
+                        warnings,
+                    })
                 }
                 None => Err(StatusError::not_found(&info.group_resource(), name)),
             };
         }
         let mut unchanged = new.clone();
-        meta::set_meta_str(&mut unchanged, "resourceVersion", &old.resource_version().to_string());
+        meta::set_meta_str(
+            &mut unchanged,
+            "resourceVersion",
+            &old.resource_version().to_string(),
+        );
         if unchanged == *old_value {
-            return Ok(WriteResult { object: old, created: false, warnings });
+            return Ok(WriteResult {
+                object: old,
+                created: false,
+                warnings,
+            });
         }
         if opts.dry_run {
-            return Ok(WriteResult { object: dry_run_object(unchanged, key)?, created: false, warnings });
+            return Ok(WriteResult {
+                object: dry_run_object(unchanged, key)?,
+                created: false,
+                warnings,
+            });
         }
         let ev = tx.put(key, new)?;
         self.after_write(info, Some(&old), &ev.object);
-        Ok(WriteResult { object: ev.object.clone(), created: false, warnings })
+        Ok(WriteResult {
+            object: ev.object.clone(),
+            created: false,
+            warnings,
+        })
     }
 
     /// PATCH: applies a patch of the given type.
@@ -315,10 +379,23 @@ impl Core {
 
     /// Server-side apply: create when missing, else merge the applied
     /// configuration into the live object.
-    fn apply(&self, info: &ResourceInfo, namespace: &str, name: &str, body: &[u8], sub: Subresource, opts: &WriteOptions) -> Result<WriteResult, StatusError> {
+    fn apply(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
         if opts.field_manager.as_deref().is_none_or(str::is_empty) {
             let e = FieldError::required("fieldManager", "is required for apply patch");
-            return Err(StatusError::invalid("meta.k8s.io", "PatchOptions", "", &[e]));
+            return Err(StatusError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                &[e],
+            ));
         }
         let applied: Value = serde_yaml::from_slice(body)
             .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
@@ -345,16 +422,26 @@ impl Core {
         };
         let mut merged = patch::apply_merge(old.value(), &applied);
         if meta::meta_str(&applied, "resourceVersion").is_empty() {
-            meta::set_meta_str(&mut merged, "resourceVersion", &old.resource_version().to_string());
+            meta::set_meta_str(
+                &mut merged,
+                "resourceVersion",
+                &old.resource_version().to_string(),
+            );
         }
         self.update_locked(info, &mut tx, &key, name, merged, sub, opts)
     }
 
     /// Work that follows a stored create or update.
-    pub(crate) fn after_write(&self, info: &ResourceInfo, old: Option<&StoredObject>, new: &StoredObject) {
+    pub(crate) fn after_write(
+        &self,
+        info: &ResourceInfo,
+        old: Option<&StoredObject>,
+        new: &StoredObject,
+    ) {
         match info.behavior {
             Behavior::Deployment => {
-                let changed = old.is_none_or(|o| meta::generation(o.value()) != meta::generation(new.value()));
+                let changed = old
+                    .is_none_or(|o| meta::generation(o.value()) != meta::generation(new.value()));
                 if changed {
                     self.notify(ControllerMsg::DeploymentChanged {
                         namespace: new.namespace().to_owned(),
@@ -392,7 +479,12 @@ fn patch_error(e: PatchError, body: &[u8]) -> StatusError {
         PatchError::Decode(msg) => StatusError::bad_request(msg),
         PatchError::Apply(msg) => {
             let text = String::from_utf8_lossy(body).into_owned();
-            StatusError::invalid("", "", "", &[FieldError::invalid("patch", Value::String(text), msg)])
+            StatusError::invalid(
+                "",
+                "",
+                "",
+                &[FieldError::invalid("patch", Value::String(text), msg)],
+            )
         }
     }
 }

@@ -42,7 +42,10 @@ impl ContinueToken {
             .map_err(|e| format!("illegal base64 data: {e}"))?;
         let wire: Wire = serde_json::from_slice(&raw).map_err(|e| e.to_string())?;
         if wire.v != "meta.k8s.io/v1" {
-            return Err(format!("server does not recognize this encoded key (version {:?})", wire.v));
+            return Err(format!(
+                "server does not recognize this encoded key (version {:?})",
+                wire.v
+            ));
         }
         if wire.start.is_empty() || wire.start.contains("..") || wire.start.starts_with('/') {
             return Err("continue key is not valid".into());
@@ -50,9 +53,16 @@ impl ContinueToken {
         let rv = match wire.rv {
             -1 => None,
             r if r > 0 => u64::try_from(r).ok(),
-            _ => return Err("incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into()),
+            _ => {
+                return Err(
+                    "incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into(),
+                )
+            }
         };
-        Ok(Self { rv, start: wire.start })
+        Ok(Self {
+            rv,
+            start: wire.start,
+        })
     }
 }
 
@@ -68,10 +78,19 @@ mod tests {
             String::from_utf8_lossy(&raw),
             "{\"v\":\"meta.k8s.io/v1\",\"rv\":42,\"start\":\"default/foo\\u0000\"}"
         );
-        assert_eq!(ContinueToken::decode(&t), Ok(ContinueToken { rv: Some(42), start: "default/foo\u{0}".into() }));
+        assert_eq!(
+            ContinueToken::decode(&t),
+            Ok(ContinueToken {
+                rv: Some(42),
+                start: "default/foo\u{0}".into()
+            })
+        );
         let latest = ContinueToken::after("x", None);
         assert_eq!(ContinueToken::decode(&latest).map(|t| t.rv), Ok(None));
         assert!(ContinueToken::decode("!!!").is_err());
-        assert!(ContinueToken::decode(&URL_SAFE_NO_PAD.encode("{\"v\":\"x\",\"rv\":1,\"start\":\"a\"}")).is_err());
+        assert!(ContinueToken::decode(
+            &URL_SAFE_NO_PAD.encode("{\"v\":\"x\",\"rv\":1,\"start\":\"a\"}")
+        )
+        .is_err());
     }
 }

@@ -42,7 +42,12 @@ pub(crate) struct Evicted;
 
 impl History {
     pub(crate) fn new(capacity: usize, start_rv: u64) -> Self {
-        Self { events: VecDeque::new(), first_seq: 0, capacity: capacity.max(1), floor_rv: start_rv }
+        Self {
+            events: VecDeque::new(),
+            first_seq: 0,
+            capacity: capacity.max(1),
+            floor_rv: start_rv,
+        }
     }
 
     /// Sequence number the next event will get.
@@ -61,8 +66,21 @@ impl History {
         self.events.back().map(|e| e.rv)
     }
 
-    pub(crate) fn push(&mut self, kind: EventType, object: Arc<StoredObject>, prev: Option<Arc<StoredObject>>, frame: Bytes) -> Arc<Event> {
-        let ev = Arc::new(Event { kind, rv: object.resource_version(), seq: self.next_seq(), object, prev, frame });
+    pub(crate) fn push(
+        &mut self,
+        kind: EventType,
+        object: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
+        frame: Bytes,
+    ) -> Arc<Event> {
+        let ev = Arc::new(Event {
+            kind,
+            rv: object.resource_version(),
+            seq: self.next_seq(),
+            object,
+            prev,
+            frame,
+        });
         self.events.push_back(ev.clone());
         while self.events.len() > self.capacity {
             self.events.pop_front();
@@ -114,7 +132,10 @@ mod tests {
     use serde_json::json;
 
     fn obj(rv: u64) -> Arc<StoredObject> {
-        Arc::new(from_value(json!({"metadata": {"name": "a"}}), rv, "a".into()).unwrap_or_else(|e| panic!("{e}")))
+        Arc::new(
+            from_value(json!({"metadata": {"name": "a"}}), rv, "a".into())
+                .unwrap_or_else(|e| panic!("{e}")),
+        )
     }
 
     #[test]
@@ -135,4 +156,3 @@ mod tests {
         assert_eq!(h.seq_after(20), Ok(3));
     }
 }
-

@@ -63,7 +63,10 @@ impl OwnerIndex {
             self.by_uid.insert(obj.uid().to_owned(), loc.clone());
         }
         for owner in meta::owner_uids(obj.value()) {
-            self.dependents.entry(owner).or_default().insert(loc.clone());
+            self.dependents
+                .entry(owner)
+                .or_default()
+                .insert(loc.clone());
         }
     }
 }
@@ -78,7 +81,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("resource_version", &self.current_rv()).finish_non_exhaustive()
+        f.debug_struct("Store")
+            .field("resource_version", &self.current_rv())
+            .finish_non_exhaustive()
     }
 }
 
@@ -158,7 +163,12 @@ impl Store {
 
     /// Objects whose ownerReferences name `uid`.
     pub(crate) fn dependents_of(&self, uid: &str) -> Vec<ObjectLocation> {
-        self.index.lock().dependents.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+        self.index
+            .lock()
+            .dependents
+            .get(uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -229,7 +239,11 @@ impl WriteTxn<'_> {
         let rv = self.store.next_rv();
         meta::set_meta_str(&mut value, "resourceVersion", &rv.to_string());
         let prev = self.state.objects.get(key).cloned();
-        let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
+        let kind = if prev.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
         let (obj, frame) = object::encode(kind, value, rv, key.to_owned())?;
         let obj = Arc::new(obj);
         self.state.objects.insert(key.to_owned(), obj.clone());
@@ -257,8 +271,14 @@ impl WriteTxn<'_> {
         meta::set_meta_str(&mut value, "resourceVersion", &rv.to_string());
         let (obj, frame) = object::encode(EventType::Deleted, value, rv, key.to_owned())?;
         self.state.objects.remove(key);
-        self.store.index.lock().remove(&(self.rs.key.clone(), key.to_owned()), &prev);
-        let ev = self.state.history.push(EventType::Deleted, Arc::new(obj), Some(prev), frame);
+        self.store
+            .index
+            .lock()
+            .remove(&(self.rs.key.clone(), key.to_owned()), &prev);
+        let ev = self
+            .state
+            .history
+            .push(EventType::Deleted, Arc::new(obj), Some(prev), frame);
         self.rs.seq_tx.send_replace(ev.seq + 1);
         Ok(Some(ev))
     }
@@ -268,7 +288,10 @@ impl ResourceStore {
     fn new(key: StorageKey, capacity: usize, start_rv: u64) -> Self {
         Self {
             key,
-            state: RwLock::new(ResourceState { objects: BTreeMap::new(), history: History::new(capacity, start_rv) }),
+            state: RwLock::new(ResourceState {
+                objects: BTreeMap::new(),
+                history: History::new(capacity, start_rv),
+            }),
             seq_tx: watch::Sender::new(0),
             closed_tx: watch::Sender::new(false),
         }
@@ -281,7 +304,11 @@ impl ResourceStore {
 
     /// Starts a write transaction.
     pub(crate) fn write<'a>(&'a self, store: &'a Store) -> WriteTxn<'a> {
-        WriteTxn { store, rs: self, state: self.state.write() }
+        WriteTxn {
+            store,
+            rs: self,
+            state: self.state.write(),
+        }
     }
 
     /// The current object under `key`.
@@ -297,15 +324,23 @@ impl ResourceStore {
     /// Keys (relative to nothing) of all objects under `prefix`.
     pub(crate) fn keys_with_prefix(&self, prefix: &str) -> Vec<String> {
         let st = self.state.read();
-        range(&st.objects, prefix, None).map(|(k, _)| k.clone()).collect()
+        range(&st.objects, prefix, None)
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// Current objects under `prefix`, the resourceVersion they are current
     /// at, and the history position right after them (for watches that
     /// start with the current state).
-    pub(crate) fn snapshot(&self, store: &Store, prefix: &str) -> (Vec<Arc<StoredObject>>, u64, u64) {
+    pub(crate) fn snapshot(
+        &self,
+        store: &Store,
+        prefix: &str,
+    ) -> (Vec<Arc<StoredObject>>, u64, u64) {
         let st = self.state.read();
-        let items = range(&st.objects, prefix, None).map(|(_, o)| o.clone()).collect();
+        let items = range(&st.objects, prefix, None)
+            .map(|(_, o)| o.clone())
+            .collect();
         (items, store.current_rv(), st.history.next_seq())
     }
 
@@ -349,18 +384,25 @@ impl ResourceStore {
         let current = store.current_rv();
         let rv = q.at_rv.unwrap_or(current).min(current);
         let mut overrides: BTreeMap<String, Option<Arc<StoredObject>>> = BTreeMap::new();
+        if rv < st.history.floor_rv() {
+            return Err(TooOld {
+                floor: st.history.floor_rv(),
+            });
+        }
         if st.history.last_rv().is_some_and(|last| last > rv) {
-            if rv < st.history.floor_rv() {
-                return Err(TooOld { floor: st.history.floor_rv() });
-            }
             for ev in st.history.events_after(rv) {
-                overrides.entry(ev.object.key().to_owned()).or_insert_with(|| ev.prev.clone());
+                overrides
+                    .entry(ev.object.key().to_owned())
+                    .or_insert_with(|| ev.prev.clone());
             }
         }
         let start = q.start.as_ref().map(|s| format!("{}{s}", q.prefix));
-        let current_iter = range(&st.objects, &q.prefix, start.as_deref()).map(|(k, v)| (k, Some(v)));
-        let override_iter = range(&overrides, &q.prefix, start.as_deref()).map(|(k, v)| (k, v.as_ref()));
-        let mut merged = MergeByKey::new(current_iter, override_iter).filter_map(|(k, v)| v.map(|o| (k, o)));
+        let current_iter =
+            range(&st.objects, &q.prefix, start.as_deref()).map(|(k, v)| (k, Some(v)));
+        let override_iter =
+            range(&overrides, &q.prefix, start.as_deref()).map(|(k, v)| (k, v.as_ref()));
+        let mut merged =
+            MergeByKey::new(current_iter, override_iter).filter_map(|(k, v)| v.map(|o| (k, o)));
         let limit = q.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
         let mut items = Vec::new();
         let mut last_key = None;
@@ -375,7 +417,11 @@ impl ResourceStore {
         }
         let mut remaining = None;
         if let Some(k) = &last_key {
-            let rest = if q.count_remaining { merged.count() as u64 } else { u64::from(merged.next().is_some()) };
+            let rest = if q.count_remaining {
+                merged.count() as u64
+            } else {
+                u64::from(merged.next().is_some())
+            };
             if rest == 0 {
                 last_key = None;
             } else {
@@ -385,7 +431,12 @@ impl ResourceStore {
                 last_key = Some(k.strip_prefix(q.prefix.as_str()).unwrap_or(k).to_owned());
             }
         }
-        Ok(ListPage { items, rv, last_key, remaining })
+        Ok(ListPage {
+            items,
+            rv,
+            last_key,
+            remaining,
+        })
     }
 }
 
@@ -420,7 +471,10 @@ where
     B: Iterator<Item = (&'a String, V)>,
 {
     fn new(a: A, b: B) -> Self {
-        Self { a: a.peekable(), b: b.peekable() }
+        Self {
+            a: a.peekable(),
+            b: b.peekable(),
+        }
     }
 }
 

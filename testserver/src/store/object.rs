@@ -98,11 +98,24 @@ pub(crate) fn encode(
     let frame = buf.freeze();
     let json = frame.slice(prefix.len()..prefix.len() + body.len());
     let labels = meta::labels(&value);
-    Ok((StoredObject { value, json, rv, key, labels }, frame))
+    Ok((
+        StoredObject {
+            value,
+            json,
+            rv,
+            key,
+            labels,
+        },
+        frame,
+    ))
 }
 
 /// Builds an object that is not stored (dry runs, tests).
-pub(crate) fn from_value(value: Value, rv: u64, key: String) -> Result<StoredObject, serde_json::Error> {
+pub(crate) fn from_value(
+    value: Value,
+    rv: u64,
+    key: String,
+) -> Result<StoredObject, serde_json::Error> {
     encode(EventType::Added, value, rv, key).map(|(o, _)| o)
 }
 

@@ -17,8 +17,20 @@ fn names(p: &ListPage) -> Vec<String> {
     p.items.iter().map(|o| o.name().to_owned()).collect()
 }
 
-fn query(prefix: &str, start: Option<String>, at_rv: Option<u64>, limit: Option<usize>) -> ListQuery<'static> {
-    ListQuery { prefix: prefix.into(), start, at_rv, limit, filter: &all, count_remaining: true }
+fn query(
+    prefix: &str,
+    start: Option<String>,
+    at_rv: Option<u64>,
+    limit: Option<usize>,
+) -> ListQuery<'static> {
+    ListQuery {
+        prefix: prefix.into(),
+        start,
+        at_rv,
+        limit,
+        filter: &all,
+        count_remaining: true,
+    }
 }
 
 #[test]
@@ -33,11 +45,17 @@ fn writes_get_increasing_versions_and_events() -> Result<(), StoreError> {
     assert_eq!(a.kind, EventType::Added);
     assert_eq!(b.kind, EventType::Modified);
     assert!(a.rv < b.rv && Some(b.rv) < c);
-    assert_eq!(b.object.value()["metadata"]["resourceVersion"], json!(b.rv.to_string()));
+    assert_eq!(
+        b.object.value()["metadata"]["resourceVersion"],
+        json!(b.rv.to_string())
+    );
     let frame: Value = serde_json::from_slice(&b.frame)?;
     assert_eq!(frame["type"], "MODIFIED");
     assert_eq!(frame["object"]["data"]["v"], "2");
-    assert_eq!(serde_json::from_slice::<Value>(b.object.json())?, *b.object.value());
+    assert_eq!(
+        serde_json::from_slice::<Value>(b.object.json())?,
+        *b.object.value()
+    );
     let events = rs.events_from(0, 10).unwrap_or_default();
     let deleted = events.last().map(|e| (e.kind, e.object.resource_version()));
     assert_eq!(deleted, Some((EventType::Deleted, c.unwrap_or(0))));
@@ -53,7 +71,9 @@ fn pages_carry_keys_and_remaining_counts() -> Result<(), StoreError> {
         tx.put(&format!("{ns}/{n}"), cm(ns, n, "x"))?;
     }
     drop(tx);
-    let p1 = rs.list_page(&store, &query("a/", None, None, Some(2))).map_err(|_| StoreError::Encode(serde::de::Error::custom("too old")))?;
+    let p1 = rs
+        .list_page(&store, &query("a/", None, None, Some(2)))
+        .map_err(|_| StoreError::Encode(serde::de::Error::custom("too old")))?;
     assert_eq!(names(&p1), ["1", "2"]);
     assert_eq!(p1.last_key.as_deref(), Some("2"));
     assert_eq!(p1.remaining, Some(1));
@@ -81,14 +101,20 @@ fn reads_past_states_inside_the_window() -> Result<(), StoreError> {
     let p = rs.list_page(&store, &query("", None, Some(first), None));
     let p = p.map_err(|_| StoreError::Encode(serde::de::Error::custom("too old")))?;
     assert_eq!(names(&p), ["a"]);
-    assert_eq!(p.items.first().map(|o| o.value()["data"]["v"].clone()), Some(json!("1")));
+    assert_eq!(
+        p.items.first().map(|o| o.value()["data"]["v"].clone()),
+        Some(json!("1"))
+    );
     let mut tx = rs.write(&store);
     tx.put("ns/c", cm("ns", "c", "1"))?;
     drop(tx);
     // the first event was evicted: that state is gone
-    assert!(matches!(rs.list_page(&store, &query("", None, Some(first), None)), Err(TooOld { .. })));
+    assert!(matches!(
+        rs.list_page(&store, &query("", None, Some(first), None)),
+        Err(TooOld { .. })
+    ));
     store.compact();
-    assert_eq!(rs.seq_after(first + 1).is_err(), true);
+    assert!(rs.seq_after(first + 1).is_err());
     Ok(())
 }
 
@@ -97,13 +123,20 @@ fn owner_index_tracks_dependents() -> Result<(), StoreError> {
     let store = Store::new(10);
     let rs = store.ensure_resource(&key());
     let mut owned = cm("ns", "child", "1");
-    owned["metadata"]["ownerReferences"] = json!([{"uid": "owner-1", "name": "o", "kind": "X", "apiVersion": "v1"}]);
+    owned["metadata"]["ownerReferences"] =
+        json!([{"uid": "owner-1", "name": "o", "kind": "X", "apiVersion": "v1"}]);
     owned["metadata"]["uid"] = json!("child-uid");
     let mut tx = rs.write(&store);
     tx.put("ns/child", owned)?;
     drop(tx);
-    assert_eq!(store.dependents_of("owner-1"), vec![(key(), "ns/child".to_owned())]);
-    assert_eq!(store.locate_uid("child-uid"), Some((key(), "ns/child".to_owned())));
+    assert_eq!(
+        store.dependents_of("owner-1"),
+        vec![(key(), "ns/child".to_owned())]
+    );
+    assert_eq!(
+        store.locate_uid("child-uid"),
+        Some((key(), "ns/child".to_owned()))
+    );
     rs.write(&store).delete("ns/child")?;
     assert!(store.dependents_of("owner-1").is_empty());
     assert_eq!(store.locate_uid("child-uid"), None);
