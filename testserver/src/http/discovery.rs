@@ -71,7 +71,11 @@ fn storage_version_hash(info: &ResourceInfo) -> String {
     use base64::Engine;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (&info.group, &info.storage_version, &info.kind).hash(&mut h);
-    base64::engine::general_purpose::STANDARD.encode(h.finish().to_be_bytes())[..11].to_owned()
+    base64::engine::general_purpose::STANDARD
+        .encode(h.finish().to_be_bytes())
+        .chars()
+        .take(11)
+        .collect()
 }
 
 fn resource_json(info: &ResourceInfo) -> Value {

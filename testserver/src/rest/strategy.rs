@@ -277,19 +277,97 @@ fn validate_deployment(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldErr
     }
 }
 
+const OBJECT_META_FIELDS: &[&str] = &[
+    "annotations",
+    "creationTimestamp",
+    "deletionGracePeriodSeconds",
+    "deletionTimestamp",
+    "finalizers",
+    "generateName",
+    "generation",
+    "labels",
+    "managedFields",
+    "name",
+    "namespace",
+    "ownerReferences",
+    "resourceVersion",
+    "selfLink",
+    "uid",
+];
+
+/// Top-level fields of the built-in kinds (besides apiVersion, kind, metadata).
+fn builtin_fields(info: &ResourceInfo) -> Option<&'static [&'static str]> {
+    let fields: &[&str] = match (info.group.as_str(), info.resource.as_str()) {
+        ("", "configmaps") => &["data", "binaryData", "immutable"],
+        ("", "secrets") => &["data", "stringData", "type", "immutable"],
+        ("", "namespaces")
+        | ("apps", "deployments")
+        | ("apiextensions.k8s.io", "customresourcedefinitions") => &["spec", "status"],
+        ("coordination.k8s.io", "leases") => &["spec"],
+        ("", "events") => &[
+            "action",
+            "count",
+            "eventTime",
+            "firstTimestamp",
+            "involvedObject",
+            "lastTimestamp",
+            "message",
+            "reason",
+            "related",
+            "reportingComponent",
+            "reportingInstance",
+            "series",
+            "source",
+            "type",
+        ],
+        _ => return None,
+    };
+    Some(fields)
+}
+
+/// Drops the unknown top-level and metadata fields of a built-in kind (a
+/// typed decode in kube-apiserver drops them); returns their paths.
+pub(crate) fn prune_builtin(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    let Some(fields) = builtin_fields(info) else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    if let Some(m) = obj.as_object_mut() {
+        m.retain(|k, _| {
+            let known = matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
+                || fields.contains(&k.as_str());
+            if !known {
+                unknown.push(k.clone());
+            }
+            known
+        });
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            meta.retain(|k, _| {
+                let known = OBJECT_META_FIELDS.contains(&k.as_str());
+                if !known {
+                    unknown.push(format!("metadata.{k}"));
+                }
+                known
+            });
+        }
+    }
+    unknown
+}
+
 /// Outcome of running a custom resource through its schema.
 pub(crate) struct SchemaOutcome {
     /// Unknown fields that were dropped.
     pub unknown: Vec<String>,
 }
 
-/// Prunes, defaults and validates a custom resource against its schema.
+/// Prunes unknown fields; defaults and validates a custom resource
+/// against its schema.
 pub(crate) fn apply_schema(
     info: &ResourceInfo,
     obj: &mut Value,
     errs: &mut Vec<FieldError>,
 ) -> SchemaOutcome {
-    let mut unknown = Vec::new();
+    let mut unknown = prune_builtin(info, obj);
     if let (Some(schema), true) = (&info.schema, info.validate_schema) {
         schema::prune(schema, obj, "", &mut unknown);
         schema::apply_defaults(schema, obj);

@@ -425,3 +425,49 @@ async fn tables_and_partial_metadata() {
         406
     );
 }
+
+#[tokio::test]
+async fn unknown_fields_of_builtin_kinds_are_dropped_or_refused() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let mut typo = cm("typo", json!({}));
+    typo["dta"] = json!({"a": "1"});
+    typo["metadata"]["lables"] = json!({"a": "1"});
+    let r = c.post(CMS, &typo).await;
+    assert_eq!(r.status, 201);
+    assert!(r.json().get("dta").is_none() && r.json()["metadata"].get("lables").is_none());
+    let warnings: Vec<String> = r
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"unknown field \\\"dta\\\"\"",
+            "299 - \"unknown field \\\"metadata.lables\\\"\""
+        ]
+    );
+    typo["metadata"]["name"] = json!("typo2");
+    let r = c
+        .post(&format!("{CMS}?fieldValidation=Strict"), &typo)
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        r.json()["message"],
+        "strict decoding error: unknown field \"dta\", unknown field \"metadata.lables\""
+    );
+    assert_eq!(
+        c.post(&format!("{CMS}?fieldValidation=Ignore"), &typo)
+            .await
+            .status,
+        201
+    );
+    assert_eq!(
+        c.post(&format!("{CMS}?fieldValidation=Sometimes"), &typo)
+            .await
+            .status,
+        400
+    );
+}

@@ -245,3 +245,32 @@ async fn the_admin_endpoint_drives_the_same_faults() {
         .await;
     assert!(s.request_log().len() <= 1);
 }
+
+#[tokio::test]
+async fn a_watcher_left_behind_the_window_is_closed() {
+    let s = kcontrol_testserver::TestServer::builder()
+        .history_size(5)
+        .start()
+        .await
+        .unwrap();
+    let c = Client::new(&s);
+    let start = rv(&c.post(CMS, &cm("a", json!({}))).await.json());
+    let mut w = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.faults().pause_watches();
+    for i in 0..10 {
+        c.post(CMS, &cm(&format!("n{i}"), json!({}))).await;
+    }
+    s.faults().resume_watches();
+    assert!(
+        w.ends_within(WAIT).await,
+        "the watcher missed evicted events: its stream ends"
+    );
+    // re-watching from where it was is now too old
+    let mut again = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    assert_eq!(again.next_event(WAIT).await.unwrap()["object"]["code"], 410);
+}
