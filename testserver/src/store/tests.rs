@@ -142,3 +142,115 @@ fn owner_index_tracks_dependents() -> Result<(), StoreError> {
     assert_eq!(store.locate_uid("child-uid"), None);
     Ok(())
 }
+
+mod model {
+    //! The store against a plain model: after any sequence of writes, a
+    //! list at any resourceVersion still inside the window equals the
+    //! model's state at that version, and pages of any size concatenate to
+    //! the full list.
+
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap as Model;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Put(u8, u8),
+        Delete(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (0u8..12, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
+            1 => (0u8..12).prop_map(Op::Delete),
+        ]
+    }
+
+    fn key(k: u8) -> String {
+        format!("ns{}/k{k:02}", k % 3)
+    }
+
+    fn page_all(
+        rs: &ResourceStore,
+        store: &Store,
+        prefix: &str,
+        at: u64,
+        size: usize,
+    ) -> Result<Vec<(String, String)>, TooOld> {
+        let mut out = Vec::new();
+        let mut start = None;
+        loop {
+            let q = ListQuery {
+                prefix: prefix.into(),
+                start: start.clone(),
+                at_rv: Some(at),
+                limit: Some(size),
+                filter: &all,
+                count_remaining: true,
+            };
+            let p = rs.list_page(store, &q)?;
+            out.extend(p.items.iter().map(|o| {
+                (
+                    o.key().to_owned(),
+                    o.value()["data"]["v"].as_str().unwrap_or("").to_owned(),
+                )
+            }));
+            match p.last_key {
+                Some(k) => start = Some(format!("{k}\u{0}")),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn lists_read_past_states_exactly(ops in proptest::collection::vec(op(), 1..60), window in 1usize..40, size in 1usize..5) {
+            let store = Store::new(window);
+            let rs = store.ensure_resource(&super::key());
+            let mut model: Model<String, String> = Model::new();
+            let mut states: Vec<(u64, Model<String, String>)> = vec![(store.current_rv(), model.clone())];
+            for o in ops {
+                let mut tx = rs.write(&store);
+                match o {
+                    Op::Put(k, v) => {
+                        let name = key(k);
+                        let (ns, n) = name.split_once('/').unwrap_or(("", ""));
+                        tx.put(&name, cm(ns, n, &v.to_string())).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        model.insert(name, v.to_string());
+                    }
+                    Op::Delete(k) => {
+                        if tx.delete(&key(k)).map_err(|e| TestCaseError::fail(e.to_string()))?.is_some() {
+                            model.remove(&key(k));
+                        }
+                    }
+                }
+                drop(tx);
+                states.push((store.current_rv(), model.clone()));
+            }
+            let mut readable = std::collections::BTreeSet::new();
+            for (rv, state) in &states {
+                let want: Vec<(String, String)> = state.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                match page_all(&rs, &store, "", *rv, size) {
+                    Ok(got) => {
+                        prop_assert_eq!(got, want);
+                        readable.insert(*rv);
+                    }
+                    Err(TooOld { floor }) => prop_assert!(*rv < floor),
+                }
+                let ns1: Vec<(String, String)> = state.iter().filter(|(k, _)| k.starts_with("ns1/")).map(|(k, v)| (k.strip_prefix("ns1/").unwrap_or(k).to_owned(), v.clone())).collect();
+                if let Ok(got) = page_all(&rs, &store, "ns1/", *rv, size) {
+                    let got: Vec<(String, String)> = got.into_iter().map(|(k, v)| (k.strip_prefix("ns1/").unwrap_or(&k).to_owned(), v)).collect();
+                    prop_assert_eq!(got, ns1);
+                }
+            }
+            // the window keeps the states of its last `window` writes readable
+            let distinct: std::collections::BTreeSet<u64> = states.iter().map(|s| s.0).collect();
+            prop_assert!(readable.len() >= distinct.len().min(window + 1), "{} of {} readable, window {}", readable.len(), distinct.len(), window);
+            // the latest state is always readable
+            let latest = states.last().map(|s| s.0).unwrap_or(0);
+            prop_assert!(page_all(&rs, &store, "", latest, size).is_ok());
+        }
+    }
+}
