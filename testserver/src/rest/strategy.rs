@@ -87,10 +87,10 @@ pub(crate) fn keep_system_metadata(old: &Value, new: &mut Value) {
         "name",
         "namespace",
     ];
-    let old_meta = meta::metadata(old).cloned().unwrap_or_default();
+    let old_meta = meta::metadata(old);
     let m = meta::metadata_mut(new);
     for f in keep {
-        match old_meta.get(f) {
+        match old_meta.and_then(|o| o.get(f)) {
             Some(v) => {
                 m.insert(f.into(), v.clone());
             }

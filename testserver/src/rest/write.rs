@@ -311,13 +311,13 @@ impl Core {
                 None => Err(StatusError::not_found(&info.group_resource(), name)),
             };
         }
-        let mut unchanged = new.clone();
+        // compare with the old resourceVersion: a no-op update writes nothing
         meta::set_meta_str(
-            &mut unchanged,
+            &mut new,
             "resourceVersion",
             &old.resource_version().to_string(),
         );
-        if unchanged == *old_value {
+        if new == *old_value {
             return Ok(WriteResult {
                 object: old,
                 created: false,
@@ -326,7 +326,7 @@ impl Core {
         }
         if opts.dry_run {
             return Ok(WriteResult {
-                object: dry_run_object(unchanged, key)?,
+                object: dry_run_object(new, key)?,
                 created: false,
                 warnings,
             });
