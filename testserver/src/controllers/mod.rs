@@ -51,6 +51,7 @@ fn handle(core: &Arc<Core>, msg: ControllerMsg, pending: &mut Pending) {
     match msg {
         ControllerMsg::Removed { uid } => collect_dependents(core, &uid),
         ControllerMsg::OwnerDeleting => pending.owners = true,
+        ControllerMsg::CheckOwners { location } => check_dependent(core, &location.0, &location.1),
         ControllerMsg::NamespaceTerminating { name } => {
             pending.namespaces.insert(name);
         }
@@ -82,33 +83,44 @@ fn background() -> DeleteOptions {
     }
 }
 
-/// Deletes dependents whose owners are all gone; drops references to
-/// missing owners from dependents that still have a live owner.
+/// Checks every dependent of a removed owner.
 fn collect_dependents(core: &Core, uid: &str) {
     for (key, objkey) in core.store.dependents_of(uid) {
-        let (Some(info), Some(rs)) = (info_for(core, &key), core.store.resource(&key)) else {
-            continue;
-        };
-        let Some(obj) = rs.get(&objkey) else { continue };
-        let owners = meta::owner_uids(obj.value());
-        let live: Vec<&String> = owners
-            .iter()
-            .filter(|o| core.store.locate_uid(o).is_some())
-            .collect();
-        if live.is_empty() {
-            match core.delete(&info, obj.namespace(), obj.name(), &background()) {
-                Ok(_) => tracing::debug!(resource = %key, object = %objkey, "garbage collected"),
-                Err(e) if e.code == 404 => {}
-                Err(e) => {
-                    tracing::warn!(resource = %key, object = %objkey, error = %e, "garbage collection failed")
-                }
+        check_dependent(core, &key, &objkey);
+    }
+}
+
+/// Deletes a dependent whose owners are all gone; drops references to
+/// missing owners from a dependent that still has a live owner.
+fn check_dependent(core: &Core, key: &GroupResource, objkey: &str) {
+    let (Some(info), Some(rs)) = (info_for(core, key), core.store.resource(key)) else {
+        return;
+    };
+    let Some(obj) = rs.get(objkey) else { return };
+    let owners = meta::owner_uids(obj.value());
+    if owners.is_empty() || meta::is_deleting(obj.value()) {
+        return;
+    }
+    let live: Vec<&String> = owners
+        .iter()
+        .filter(|o| core.store.locate_uid(o).is_some())
+        .collect();
+    if live.len() == owners.len() {
+        return;
+    }
+    if live.is_empty() {
+        match core.delete(&info, obj.namespace(), obj.name(), &background()) {
+            Ok(_) => tracing::debug!(resource = %key, object = %objkey, "garbage collected"),
+            Err(e) if e.code == 404 => {}
+            Err(e) => {
+                tracing::warn!(resource = %key, object = %objkey, error = %e, "garbage collection failed")
             }
-        } else {
-            let keep: Vec<String> = live.into_iter().cloned().collect();
-            rewrite_owner_refs(core, &info, obj.value(), |r| {
-                keep.iter().any(|k| r["uid"] == k.as_str())
-            });
         }
+    } else {
+        let keep: Vec<String> = live.into_iter().cloned().collect();
+        rewrite_owner_refs(core, &info, obj.value(), |r| {
+            keep.iter().any(|k| r["uid"] == k.as_str())
+        });
     }
 }
 

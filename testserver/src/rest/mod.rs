@@ -53,6 +53,11 @@ pub(crate) enum ControllerMsg {
     Removed { uid: String },
     /// An owner waits for foreground deletion or orphaning.
     OwnerDeleting,
+    /// An object was written with owner references: collect it if its
+    /// owners do not exist.
+    CheckOwners {
+        location: crate::store::ObjectLocation,
+    },
     /// A namespace is terminating.
     NamespaceTerminating { name: String },
     /// A CRD is being deleted.

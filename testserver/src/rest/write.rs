@@ -454,6 +454,12 @@ impl Core {
             }
             _ => {}
         }
+        let owners = meta::owner_uids(new.value());
+        if !owners.is_empty() && old.is_none_or(|o| meta::owner_uids(o.value()) != owners) {
+            self.notify(ControllerMsg::CheckOwners {
+                location: (info.group_resource(), new.key().to_owned()),
+            });
+        }
         if meta::is_deleting(new.value()) {
             let f = meta::finalizers(new.value());
             if f.iter().any(|x| x == "foregroundDeletion" || x == "orphan") {

@@ -237,3 +237,30 @@ async fn the_deployment_simulator_reports_rollouts() {
         (Some(5), Some(2))
     );
 }
+
+#[tokio::test]
+async fn dependents_of_owners_that_do_not_exist_are_collected() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let ghost =
+        json!({"metadata": {"name": "ghost", "uid": "00000000-0000-0000-0000-000000000000"}});
+    assert_eq!(
+        c.post(CMS, &owned("orphaned", &ghost, false)).await.status,
+        201
+    );
+    assert!(eventually(|| async { c.get(&format!("{CMS}/orphaned")).await.status == 404 }).await);
+    // with one live owner, only the dangling reference goes
+    let live = c.post(CMS, &cm("live", json!({}))).await.json();
+    let mut two = owned("two-owners", &live, false);
+    two["metadata"]["ownerReferences"].as_array_mut().unwrap().push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "00000000-0000-0000-0000-000000000000"}));
+    c.post(CMS, &two).await;
+    assert!(
+        eventually(|| async {
+            let o = c.get(&format!("{CMS}/two-owners")).await.json();
+            o["metadata"]["ownerReferences"]
+                .as_array()
+                .is_some_and(|r| r.len() == 1 && r[0]["name"] == "live")
+        })
+        .await
+    );
+}
