@@ -4,7 +4,8 @@
 //! 127.0.0.1 (plain or HTTPS with a CA generated at start), the part of the
 //! Kubernetes API a controller touches, with kube-apiserver's semantics:
 //!
-//! - discovery (`/api`, `/apis`, group and resource lists), `/openapi/v2`
+//! - discovery (`/api`, `/apis`, group and resource lists, aggregated
+//!   discovery `apidiscovery.k8s.io/v2`), `/openapi/v2`
 //!   and `/openapi/v3` (enough for `kubectl` validation and `explain`),
 //!   `/version`, `/healthz`, `/readyz`;
 //! - built-in namespaces, configmaps, secrets, events, deployments, leases

@@ -155,3 +155,107 @@ mod tests {
         );
     }
 }
+
+/// The aggregated-discovery version a request's `Accept` asks for
+/// (`apidiscovery.k8s.io` v2 or v2beta1), if any.
+pub(crate) fn aggregated_version(accept: Option<&str>) -> Option<&'static str> {
+    for media in accept?.split(',') {
+        let params: Vec<(&str, &str)> = media
+            .split(';')
+            .skip(1)
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim(), v.trim()))
+            .collect();
+        let has = |k: &str, v: &str| params.iter().any(|(pk, pv)| *pk == k && *pv == v);
+        if has("g", "apidiscovery.k8s.io") && has("as", "APIGroupDiscoveryList") {
+            if has("v", "v2") {
+                return Some("v2");
+            }
+            if has("v", "v2beta1") {
+                return Some("v2beta1");
+            }
+        }
+        // an earlier plain media type wins over later aggregated ones
+        if params.is_empty() {
+            return None;
+        }
+    }
+    None
+}
+
+fn aggregated_resource(info: &ResourceInfo) -> Value {
+    let kind = json!({"group": info.group, "version": info.version, "kind": info.kind});
+    let mut r = json!({
+        "resource": info.resource,
+        "responseKind": kind,
+        "scope": if info.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": info.singular,
+        "verbs": VERBS,
+    });
+    if !info.short_names.is_empty() {
+        r["shortNames"] = json!(info.short_names);
+    }
+    if !info.categories.is_empty() {
+        r["categories"] = json!(info.categories);
+    }
+    if info.status_subresource {
+        r["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
+    }
+    r
+}
+
+/// `/api` or `/apis` as an `APIGroupDiscoveryList` (aggregated discovery).
+pub(crate) fn aggregated(registry: &Registry, core: bool, version: &str) -> Value {
+    let items: Vec<Value> = registry
+        .groups()
+        .into_iter()
+        .filter(|g| g.name.is_empty() == core)
+        .map(|g| {
+            let versions: Vec<Value> = g
+                .versions
+                .iter()
+                .map(|v| {
+                    let mut infos = registry.resources_in(&g.name, v);
+                    infos.sort_by(|a, b| a.resource.cmp(&b.resource));
+                    let resources: Vec<Value> =
+                        infos.iter().map(|i| aggregated_resource(i)).collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": g.name, "creationTimestamp": null}, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items})
+}
+
+#[cfg(test)]
+mod aggregated_tests {
+    use super::*;
+
+    #[test]
+    fn aggregated_discovery_when_asked_first() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_version(Some(kubectl)), Some("v2"));
+        assert_eq!(aggregated_version(Some("application/json")), None);
+        assert_eq!(aggregated_version(None), None);
+        let r = Registry::default();
+        r.register(crate::builtin::all());
+        let apis = aggregated(&r, false, "v2");
+        let apps = apis["items"]
+            .as_array()
+            .and_then(|i| i.iter().find(|g| g["metadata"]["name"] == "apps"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            apps["versions"][0]["resources"][0]["resource"],
+            "deployments"
+        );
+        assert_eq!(
+            apps["versions"][0]["resources"][0]["subresources"][0]["subresource"],
+            "status"
+        );
+        let core = aggregated(&r, true, "v2");
+        assert_eq!(core["items"][0]["metadata"]["name"], "");
+        assert_eq!(core["items"].as_array().map(Vec::len), Some(1));
+    }
+}

@@ -169,6 +169,24 @@ async fn route_request(
         }
     }
     let registry = &state.core.registry;
+    if matches!(route, Route::CoreVersions | Route::Groups) {
+        let accept = parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        if let Some(version) = discovery::aggregated_version(accept) {
+            let doc =
+                discovery::aggregated(registry, matches!(route, Route::CoreVersions), version);
+            let mut r = json_response(&doc);
+            let ct = format!(
+                "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
+            );
+            if let Ok(v) = http::HeaderValue::from_str(&ct) {
+                r.headers_mut().insert(http::header::CONTENT_TYPE, v);
+            }
+            return Ok(r);
+        }
+    }
     match route {
         Route::Resource(r) => handlers::resource(state, r, parts, body, q).await,
         Route::CoreVersions => Ok(json_response(&discovery::core_versions(
