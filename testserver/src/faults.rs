@@ -68,6 +68,7 @@ pub(crate) struct FaultState {
     expire_watches: AtomicU64,
     close_after: AtomicU64,
     corrupt: AtomicU64,
+    foreign: AtomicU64,
     close_epoch: watch::Sender<u64>,
     paused: watch::Sender<bool>,
 }
@@ -89,6 +90,7 @@ impl Faults {
                 expire_watches: AtomicU64::new(0),
                 close_after: AtomicU64::new(0),
                 corrupt: AtomicU64::new(0),
+                foreign: AtomicU64::new(0),
                 close_epoch: watch::Sender::new(0),
                 paused: watch::Sender::new(false),
             }),
@@ -153,6 +155,13 @@ impl Faults {
         self.inner.corrupt.fetch_add(n, Ordering::SeqCst);
     }
 
+    /// The next `n` watch events sent (on any watch) are replaced by a
+    /// well-formed event whose object is of an unexpected kind (a `Status`
+    /// in an ADDED event); the watch goes on after it.
+    pub fn send_unexpected_kind_frames(&self, n: u64) {
+        self.inner.foreign.fetch_add(n, Ordering::SeqCst);
+    }
+
     /// Stops delivering watch events (they queue in the history window).
     pub fn pause_watches(&self) {
         self.inner.paused.send_replace(true);
@@ -172,6 +181,7 @@ impl Faults {
         s.expire_watches.store(0, Ordering::SeqCst);
         s.close_after.store(0, Ordering::SeqCst);
         s.corrupt.store(0, Ordering::SeqCst);
+        s.foreign.store(0, Ordering::SeqCst);
         s.paused.send_replace(false);
     }
 
@@ -204,6 +214,10 @@ impl Faults {
 
     pub(crate) fn take_watch_expiry(&self) -> bool {
         take_one(&self.inner.expire_watches)
+    }
+
+    pub(crate) fn take_foreign_frame(&self) -> bool {
+        self.inner.foreign.load(Ordering::Relaxed) > 0 && take_one(&self.inner.foreign)
     }
 
     pub(crate) fn take_corrupt_frame(&self) -> bool {

@@ -147,6 +147,11 @@ pub(crate) fn handle(
             f.corrupt_next_watch_frames(n);
             Ok(ok(json!({"count": n})))
         }
+        ("unexpected-kind-watch-frames", true) => {
+            let n = num(q, "count")?.unwrap_or(1);
+            f.send_unexpected_kind_frames(n);
+            Ok(ok(json!({"count": n})))
+        }
         ("pause-watches", true) => {
             f.pause_watches();
             Ok(ok(json!({"paused": true})))

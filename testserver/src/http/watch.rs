@@ -292,6 +292,8 @@ impl Watcher {
     fn push_event(&mut self, buf: &mut BytesMut, f: Bytes) -> bool {
         if self.state.faults.take_corrupt_frame() {
             buf.put_slice(&self.corrupt());
+        } else if self.state.faults.take_foreign_frame() {
+            buf.put_slice(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\"}}\n");
         } else {
             buf.put_slice(&f);
         }
