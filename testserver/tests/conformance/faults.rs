@@ -152,6 +152,13 @@ async fn corrupt_frames_and_paused_delivery() {
         "c",
         "the stream goes on"
     );
+    s.faults().send_unexpected_kind_frames(1);
+    c.post(CMS, &cm("c2", json!({}))).await;
+    let e = w.next_event(WAIT).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["kind"].as_str()),
+        (Some("ADDED"), Some("Status"))
+    );
 
     s.faults().pause_watches();
     c.post(CMS, &cm("d", json!({}))).await;
