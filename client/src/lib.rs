@@ -68,6 +68,7 @@ mod client;
 pub mod config;
 pub mod discovery;
 mod error;
+pub mod events;
 mod params;
 pub mod path;
 mod ratelimit;
