@@ -1,3 +1,3 @@
-//! Foo to Deployment sample controller built on kcontrol
+//! `sample-controller`: see `sample_controller::cli`.
 
 fn main() {}

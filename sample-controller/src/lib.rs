@@ -1,0 +1,25 @@
+//! kubernetes/sample-controller on kcontrol: a controller that keeps, for
+//! each Foo (`samplecontroller.k8s.io/v1alpha1`), a Deployment of nginx
+//! with the Foo's replicas, and reports the available replicas in the Foo's
+//! status.
+//!
+//! The library holds everything the `sample-controller` binary runs, so
+//! tests and benchmarks can run it in-process:
+//!
+//! - [`foo`]: the Foo type;
+//! - [`deployment`]: the Deployment a Foo owns, and ownership checks;
+//! - [`sync`]: the sync handler, over a [`sync::Backend`];
+//! - [`handlers`]: what the informers' events put in the work queue;
+//! - [`artifacts`]: the CRD and example manifests, built in;
+//! - [`cli`]: flags, client configuration and exit codes.
+
+pub mod artifacts;
+pub mod cli;
+pub mod deployment;
+pub mod foo;
+pub mod handlers;
+mod stats;
+pub mod sync;
+
+pub use foo::{Foo, FooSpec, FooStatus};
+pub use stats::ControllerStats;
