@@ -1,0 +1,258 @@
+//! What every handle of one queue shares: the locked [`Inner`] (queue state,
+//! waiters, scheduled items, metrics bookkeeping), the condition variables
+//! threads sleep on, the hasher, the clock, and the signal of the
+//! background thread. [`Locked`] is the lock guard through which every
+//! operation goes: it releases due delayed items first, and wakes parked
+//! tasks only after the lock is released.
+
+use std::borrow::Borrow;
+use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Instant;
+
+use hashbrown::DefaultHashBuilder;
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::clock::Clock;
+use crate::delay::DelayHeap;
+use crate::housekeeper::Signal;
+use crate::metrics::recorder::Recorder;
+use crate::state::{AddOutcome, DoneOutcome, State};
+use crate::waiters::Waiters;
+use crate::Item;
+
+/// Everything behind the queue lock.
+pub(crate) struct Inner<T> {
+    pub(crate) state: State<T>,
+    pub(crate) waiters: Waiters,
+    /// Scheduled items, for delaying queues.
+    pub(crate) delay: Option<DelayHeap<T>>,
+    /// Metrics bookkeeping, for named queues with a metrics provider.
+    pub(crate) metrics: Option<Recorder<T>>,
+    /// Whether the background thread runs.
+    pub(crate) housekeeper_running: bool,
+    /// When the background thread will next look, if it sleeps with a
+    /// deadline.
+    pub(crate) housekeeper_deadline: Option<Instant>,
+}
+
+/// The state shared by all handles of one queue.
+pub(crate) struct Shared<T> {
+    inner: Mutex<Inner<T>>,
+    pub(crate) items_cv: Condvar,
+    pub(crate) drain_cv: Condvar,
+    hasher: DefaultHashBuilder,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) name: String,
+    /// The background thread's signal, for queues that may have one.
+    pub(crate) signal: Option<Arc<Signal>>,
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        // The last handle is gone: the background thread must stop.
+        if let Some(signal) = &self.signal {
+            signal.close();
+        }
+    }
+}
+
+impl<T: Item> Shared<T> {
+    pub(crate) fn new(
+        name: String,
+        clock: Arc<dyn Clock>,
+        delay: bool,
+        metrics: Option<Recorder<T>>,
+    ) -> Self {
+        let signal = (delay || metrics.is_some()).then(|| Arc::new(Signal::default()));
+        Self {
+            inner: Mutex::new(Inner {
+                state: State::default(),
+                waiters: Waiters::default(),
+                delay: delay.then(DelayHeap::default),
+                metrics,
+                housekeeper_running: false,
+                housekeeper_deadline: None,
+            }),
+            items_cv: Condvar::new(),
+            drain_cv: Condvar::new(),
+            hasher: DefaultHashBuilder::default(),
+            clock,
+            name,
+            signal,
+        }
+    }
+
+    /// The hash of an item, as every table of this queue computes it.
+    #[inline]
+    pub(crate) fn hash<Q: ?Sized + Hash>(&self, item: &Q) -> u64 {
+        self.hasher.hash_one(item)
+    }
+
+    /// Locks the queue, releasing delayed items that are due.
+    #[inline]
+    pub(crate) fn lock(&self) -> Locked<'_, T> {
+        let mut locked = Locked {
+            guard: self.inner.lock(),
+            wakers: Vec::new(),
+            shared: self,
+        };
+        locked.release_due();
+        locked
+    }
+}
+
+/// The queue lock, held; see the module documentation.
+pub(crate) struct Locked<'a, T: Item> {
+    pub(crate) guard: MutexGuard<'a, Inner<T>>,
+    /// Tasks to wake once the lock is released.
+    pub(crate) wakers: Vec<Waker>,
+    pub(crate) shared: &'a Shared<T>,
+}
+
+impl<T: Item> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        if !self.wakers.is_empty() {
+            let wakers = std::mem::take(&mut self.wakers);
+            MutexGuard::unlocked(&mut self.guard, || wakers.into_iter().for_each(Waker::wake));
+        }
+    }
+}
+
+impl<T: Item> Locked<'_, T> {
+    /// Adds an owned item.
+    #[inline]
+    pub(crate) fn add(&mut self, item: T, hash: u64) -> AddOutcome {
+        if self.guard.metrics.is_some() {
+            // Metrics need the item after the state took it.
+            return self.add_ref(&item, hash);
+        }
+        let outcome = self.guard.state.add(item, hash);
+        if outcome == AddOutcome::Queued {
+            self.wake_one();
+        }
+        outcome
+    }
+
+    /// Adds a borrowed item, cloning it only if it is queued.
+    #[inline]
+    pub(crate) fn add_ref<Q>(&mut self, item: &Q, hash: u64) -> AddOutcome
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Eq + ToOwned<Owned = T>,
+    {
+        let inner = &mut *self.guard;
+        let outcome = inner.state.add_ref(item, hash);
+        if let Some(m) = &mut inner.metrics {
+            let dirty = match outcome {
+                AddOutcome::Queued => inner.state.last_queued(),
+                AddOutcome::MarkedDirty => inner.state.processing_item(item, hash),
+                _ => None,
+            };
+            if let Some(dirty) = dirty {
+                m.on_add(dirty);
+            }
+        }
+        if outcome == AddOutcome::Queued {
+            self.wake_one();
+        }
+        outcome
+    }
+
+    /// Wakes one item waiter, if any waits.
+    #[inline]
+    fn wake_one(&mut self) {
+        let inner = &mut *self.guard;
+        if inner.waiters.any() {
+            inner
+                .waiters
+                .wake_one(&self.shared.items_cv, &mut self.wakers);
+        }
+    }
+
+    /// Hands out the first waiting item.
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        let inner = &mut *self.guard;
+        let (item, _hash) = inner.state.pop()?;
+        if let Some(m) = &mut inner.metrics {
+            m.on_get(&item);
+        }
+        Some(item)
+    }
+
+    /// Ends the processing of an item.
+    #[inline]
+    pub(crate) fn done<Q>(&mut self, item: &Q, hash: u64) -> DoneOutcome
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let inner = &mut *self.guard;
+        let outcome = inner.state.done(item, hash);
+        match outcome {
+            DoneOutcome::NotProcessing => return outcome,
+            DoneOutcome::Requeued => {
+                if inner.waiters.any() {
+                    inner
+                        .waiters
+                        .wake_one(&self.shared.items_cv, &mut self.wakers);
+                }
+            }
+            DoneOutcome::Finished => {}
+        }
+        if let Some(m) = &mut inner.metrics {
+            m.on_done(item);
+        }
+        if inner.state.processing_len() == 0 && inner.state.is_draining() {
+            inner
+                .waiters
+                .wake_drainers(&self.shared.drain_cv, &mut self.wakers);
+        }
+        outcome
+    }
+
+    /// Moves delayed items that are due into the queue.
+    #[inline]
+    pub(crate) fn release_due(&mut self) {
+        let Some(delay) = &self.guard.delay else {
+            return;
+        };
+        let Some(next) = delay.next_due() else {
+            return;
+        };
+        let now = self.shared.clock.now();
+        if next > now {
+            return;
+        }
+        while let Some((item, hash)) = self.guard.delay.as_mut().and_then(|d| d.pop_due(now)) {
+            self.add(item, hash);
+        }
+    }
+
+    /// Starts shutting down (`drain` as in client-go).
+    pub(crate) fn shut_down(&mut self, drain: bool) {
+        let inner = &mut *self.guard;
+        inner.state.shut_down(drain);
+        if let Some(delay) = &mut inner.delay {
+            delay.clear();
+        }
+        inner
+            .waiters
+            .wake_all(&self.shared.items_cv, &mut self.wakers);
+        if !drain || inner.state.processing_len() == 0 {
+            inner
+                .waiters
+                .wake_drainers(&self.shared.drain_cv, &mut self.wakers);
+        }
+        if let Some(signal) = &self.shared.signal {
+            signal.close();
+        }
+    }
+
+    /// Whether a drain is over (or was cancelled by a plain shutdown).
+    pub(crate) fn drained(&self) -> bool {
+        self.guard.state.processing_len() == 0 || !self.guard.state.is_draining()
+    }
+}
