@@ -5,6 +5,7 @@
 //! `--json`, one JSON object a line.
 
 mod fixtures;
+mod queue;
 mod report;
 mod rss;
 
@@ -19,6 +20,9 @@ use report::Report;
 enum Scenario {
     /// Measures the harness itself: building the fixture objects.
     Fixtures,
+    /// Work queue throughput: single thread, dedup, N workers, rate-limited
+    /// cycle, delayed items; each beside a channel carrying the same keys.
+    Queue,
 }
 
 /// kcontrol benchmark harness.
@@ -38,6 +42,7 @@ fn main() -> ExitCode {
     let mut report = Report::new(args.json);
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
+        Scenario::Queue => queue::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -89,7 +89,9 @@ impl<T: Item> DelayingQueue<T> {
     pub fn add_after(&self, item: T, delay: Duration) {
         let shared = &self.queue.shared;
         let hash = shared.hash(&item);
-        let mut locked = shared.lock();
+        let mut locked = shared.lock_only();
+        let now = shared.clock.now();
+        locked.release_due_at(now);
         if let Some(m) = &locked.guard.metrics {
             m.on_retry();
         }
@@ -100,7 +102,7 @@ impl<T: Item> DelayingQueue<T> {
             locked.add(item, hash);
             return;
         }
-        let due = saturating_add(shared.clock.now(), delay);
+        let due = saturating_add(now, delay);
         let inner = &mut *locked.guard;
         let Some(heap) = &mut inner.delay else {
             return;

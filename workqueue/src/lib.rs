@@ -59,6 +59,7 @@ mod config;
 mod delay;
 mod delaying;
 mod get;
+mod hints;
 mod housekeeper;
 pub mod metrics;
 mod parallelize;

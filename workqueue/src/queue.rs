@@ -128,6 +128,9 @@ impl<T: Item> Queue<T> {
     #[inline]
     pub fn add(&self, item: T) {
         let hash = self.shared.hash(&item);
+        if self.shared.hints.covers(&item, hash) {
+            return;
+        }
         self.shared.lock().add(item, hash);
     }
 
@@ -141,6 +144,9 @@ impl<T: Item> Queue<T> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
     {
         let hash = self.shared.hash(item);
+        if self.shared.hints.covers(item, hash) {
+            return;
+        }
         self.shared.lock().add_ref(item, hash);
     }
 

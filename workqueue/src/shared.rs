@@ -16,6 +16,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::delay::DelayHeap;
+use crate::hints::Hints;
 use crate::housekeeper::Signal;
 use crate::metrics::recorder::Recorder;
 use crate::state::{AddOutcome, DoneOutcome, State};
@@ -43,6 +44,8 @@ pub(crate) struct Shared<T> {
     pub(crate) items_cv: Condvar,
     pub(crate) drain_cv: Condvar,
     hasher: DefaultHashBuilder,
+    /// Lock-free answers for adds of hot items.
+    pub(crate) hints: Hints<T>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) name: String,
     /// The background thread's signal, for queues that may have one.
@@ -78,6 +81,7 @@ impl<T: Item> Shared<T> {
             items_cv: Condvar::new(),
             drain_cv: Condvar::new(),
             hasher: DefaultHashBuilder::default(),
+            hints: Hints::default(),
             clock,
             name,
             signal,
@@ -93,13 +97,19 @@ impl<T: Item> Shared<T> {
     /// Locks the queue, releasing delayed items that are due.
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T> {
-        let mut locked = Locked {
+        let mut locked = self.lock_only();
+        locked.release_due();
+        locked
+    }
+
+    /// Locks the queue without looking at the clock.
+    #[inline]
+    pub(crate) fn lock_only(&self) -> Locked<'_, T> {
+        Locked {
             guard: self.inner.lock(),
             wakers: Vec::new(),
             shared: self,
-        };
-        locked.release_due();
-        locked
+        }
     }
 }
 
@@ -128,7 +138,7 @@ impl<T: Item> Locked<'_, T> {
             // Metrics need the item after the state took it.
             return self.add_ref(&item, hash);
         }
-        let outcome = self.guard.state.add(item, hash);
+        let outcome = self.guard.state.add(item, hash, &self.shared.hints);
         if outcome == AddOutcome::Queued {
             self.wake_one();
         }
@@ -143,7 +153,7 @@ impl<T: Item> Locked<'_, T> {
         Q: ?Sized + Eq + ToOwned<Owned = T>,
     {
         let inner = &mut *self.guard;
-        let outcome = inner.state.add_ref(item, hash);
+        let outcome = inner.state.add_ref(item, hash, &self.shared.hints);
         if let Some(m) = &mut inner.metrics {
             let dirty = match outcome {
                 AddOutcome::Queued => inner.state.last_queued(),
@@ -190,7 +200,7 @@ impl<T: Item> Locked<'_, T> {
         Q: ?Sized + Hash + Eq,
     {
         let inner = &mut *self.guard;
-        let outcome = inner.state.done(item, hash);
+        let outcome = inner.state.done(item, hash, &self.shared.hints);
         match outcome {
             DoneOutcome::NotProcessing => return outcome,
             DoneOutcome::Requeued => {
@@ -219,10 +229,18 @@ impl<T: Item> Locked<'_, T> {
         let Some(delay) = &self.guard.delay else {
             return;
         };
-        let Some(next) = delay.next_due() else {
+        if delay.next_due().is_some() {
+            let now = self.shared.clock.now();
+            self.release_due_at(now);
+        }
+    }
+
+    /// Moves delayed items due at `now` into the queue.
+    #[inline]
+    pub(crate) fn release_due_at(&mut self, now: Instant) {
+        let Some(next) = self.guard.delay.as_ref().and_then(|d| d.next_due()) else {
             return;
         };
-        let now = self.shared.clock.now();
         if next > now {
             return;
         }

@@ -15,15 +15,29 @@
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
+
+use crate::hints::{Hint, Hints, DIRTY, IDLE, QUEUED};
 
 /// Above this many slots an emptied queue gives its memory back.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
-/// A waiting item and its hash.
+/// A waiting item, its hash and its published hint, if it is hot.
 struct Slot<T> {
     item: T,
+    hash: u64,
+    hint: Option<Arc<Hint<T>>>,
+}
+
+/// An entry of the waiting table: the absolute queue position of an item
+/// and its hash. Positions below `head` were handed out already: such
+/// entries are stale, reused by the next add of the same hash and swept
+/// out before the table grows.
+#[derive(Clone, Copy)]
+struct Pos {
+    pos: u64,
     hash: u64,
 }
 
@@ -32,6 +46,7 @@ struct Processing<T> {
     item: T,
     hash: u64,
     dirty: bool,
+    hint: Option<Arc<Hint<T>>>,
 }
 
 /// Where an added item stands.
@@ -60,19 +75,12 @@ pub(crate) enum DoneOutcome {
     NotProcessing,
 }
 
-/// Where an item stands, for the lookup part of an add.
-enum Found {
-    Absent,
-    Waiting,
-    Processing { dirty: bool },
-}
-
 /// Queue contents and flags; see the module documentation.
 pub(crate) struct State<T> {
     queue: VecDeque<Slot<T>>,
     /// Absolute position of `queue[0]`.
     head: u64,
-    waiting: HashTable<u64>,
+    waiting: HashTable<Pos>,
     processing: HashTable<Processing<T>>,
     shutting_down: bool,
     drain: bool,
@@ -93,21 +101,21 @@ impl<T> Default for State<T> {
 
 impl<T: Eq + Clone> State<T> {
     /// Adds an owned item whose hash is `hash`.
-    pub(crate) fn add(&mut self, item: T, hash: u64) -> AddOutcome {
+    pub(crate) fn add(&mut self, item: T, hash: u64, hints: &Hints<T>) -> AddOutcome {
         if self.shutting_down {
             return AddOutcome::ShuttingDown;
         }
-        match self.find(&item, hash) {
-            Found::Absent => {
-                self.push(item, hash);
+        match self.settle(&item, hash, hints) {
+            Some(outcome) => outcome,
+            None => {
+                self.push(item, hash, None);
                 AddOutcome::Queued
             }
-            found => self.settle(found, &item, hash),
         }
     }
 
     /// Adds a borrowed item, cloning it only when it is newly queued.
-    pub(crate) fn add_ref<Q>(&mut self, item: &Q, hash: u64) -> AddOutcome
+    pub(crate) fn add_ref<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> AddOutcome
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq + ToOwned<Owned = T>,
@@ -115,70 +123,80 @@ impl<T: Eq + Clone> State<T> {
         if self.shutting_down {
             return AddOutcome::ShuttingDown;
         }
-        match self.find(item, hash) {
-            Found::Absent => {
-                self.push(item.to_owned(), hash);
+        match self.settle(item, hash, hints) {
+            Some(outcome) => outcome,
+            None => {
+                self.push(item.to_owned(), hash, None);
                 AddOutcome::Queued
             }
-            found => self.settle(found, item, hash),
         }
     }
 
-    fn settle<Q>(&mut self, found: Found, item: &Q, hash: u64) -> AddOutcome
-    where
-        T: Borrow<Q>,
-        Q: ?Sized + Eq,
-    {
-        match found {
-            Found::Waiting => AddOutcome::AlreadyQueued,
-            Found::Processing { dirty: true } => AddOutcome::AlreadyDirty,
-            Found::Processing { dirty: false } | Found::Absent => {
-                if let Some(p) = self.processing.find_mut(hash, |p| p.item.borrow() == item) {
-                    p.dirty = true;
-                }
-                AddOutcome::MarkedDirty
-            }
-        }
-    }
-
-    fn find<Q>(&self, item: &Q, hash: u64) -> Found
+    /// Handles an add of an item that is waiting or being processed;
+    /// `None` when it is neither (it must be queued). A redundant add makes
+    /// the item hot: it gets a published hint.
+    fn settle<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> Option<AddOutcome>
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         if !self.processing.is_empty() {
-            if let Some(p) = self.processing.find(hash, |p| p.item.borrow() == item) {
-                return Found::Processing { dirty: p.dirty };
+            if let Some(p) = self.processing.find_mut(hash, |p| p.item.borrow() == item) {
+                if p.dirty {
+                    if p.hint.is_none() {
+                        let hint = Hint::new(p.item.clone(), hash, DIRTY);
+                        hints.publish(&hint);
+                        p.hint = Some(hint);
+                    }
+                    return Some(AddOutcome::AlreadyDirty);
+                }
+                p.dirty = true;
+                if let Some(hint) = &p.hint {
+                    hint.set(DIRTY);
+                }
+                return Some(AddOutcome::MarkedDirty);
             }
         }
-        let (queue, head) = (&self.queue, self.head);
-        let hit = self.waiting.find(hash, |&pos| {
-            slot_at(queue, head, pos).is_some_and(|s| s.item.borrow() == item)
+        let (queue, head) = (&mut self.queue, self.head);
+        let found = self.waiting.find(hash, |e| {
+            e.hash == hash && slot_at(queue, head, e.pos).is_some_and(|s| s.item.borrow() == item)
         });
-        if hit.is_some() {
-            Found::Waiting
-        } else {
-            Found::Absent
+        let index = found.and_then(|e| usize::try_from(e.pos.checked_sub(head)?).ok())?;
+        if let Some(slot) = queue.get_mut(index) {
+            if slot.hint.is_none() {
+                let hint = Hint::new(slot.item.clone(), hash, QUEUED);
+                hints.publish(&hint);
+                slot.hint = Some(hint);
+            }
         }
+        Some(AddOutcome::AlreadyQueued)
     }
 
     /// Queues an item known to be neither waiting nor processing.
-    fn push(&mut self, item: T, hash: u64) {
+    fn push(&mut self, item: T, hash: u64, hint: Option<Arc<Hint<T>>>) {
         let pos = self.head + self.queue.len() as u64;
-        self.queue.push_back(Slot { item, hash });
-        let (queue, head) = (&self.queue, self.head);
-        self.waiting.insert_unique(hash, pos, |&p| {
-            slot_at(queue, head, p).map_or(0, |s| s.hash)
-        });
+        self.queue.push_back(Slot { item, hash, hint });
+        let head = self.head;
+        // Reuse a stale entry of the same hash (the item's own, usually).
+        if let Some(stale) = self.waiting.find_mut(hash, |e| e.hash == hash && e.pos < head) {
+            stale.pos = pos;
+            return;
+        }
+        if self.waiting.len() == self.waiting.capacity() {
+            // Sweep stale entries before growing.
+            self.waiting.retain(|e| e.pos >= head);
+        }
+        self.waiting
+            .insert_unique(hash, Pos { pos, hash }, |e| e.hash);
     }
 
     /// Takes the first waiting item and marks it as being processed.
     pub(crate) fn pop(&mut self) -> Option<(T, u64)> {
-        let Slot { item, hash } = self.queue.pop_front()?;
-        let pos = self.head;
+        let Slot { item, hash, hint } = self.queue.pop_front()?;
+        // Its waiting entry is now stale (position below head).
         self.head += 1;
-        if let Ok(entry) = self.waiting.find_entry(hash, |&p| p == pos) {
-            entry.remove();
+        if let Some(hint) = &hint {
+            hint.set(IDLE);
         }
         let copy = item.clone();
         self.processing.insert_unique(
@@ -187,6 +205,7 @@ impl<T: Eq + Clone> State<T> {
                 item: copy,
                 hash,
                 dirty: false,
+                hint,
             },
             |p| p.hash,
         );
@@ -197,32 +216,36 @@ impl<T: Eq + Clone> State<T> {
     }
 
     /// Ends the processing of an item; a dirty item is queued again.
-    pub(crate) fn done<Q>(&mut self, item: &Q, hash: u64) -> DoneOutcome
+    pub(crate) fn done<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> DoneOutcome
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let Ok(entry) = self
-            .processing
-            .find_entry(hash, |p| p.item.borrow() == item)
-        else {
+        let Ok(entry) = self.processing.find_entry(hash, |p| p.item.borrow() == item) else {
             return DoneOutcome::NotProcessing;
         };
         let (p, _) = entry.remove();
         if p.dirty {
-            self.push(p.item, p.hash);
+            if let Some(hint) = &p.hint {
+                hint.set(QUEUED);
+            }
+            self.push(p.item, p.hash, p.hint);
             DoneOutcome::Requeued
         } else {
+            if let Some(hint) = &p.hint {
+                hints.retire(hint);
+            }
             DoneOutcome::Finished
         }
     }
 
     fn shrink_if_large(&mut self) {
         if self.queue.capacity() > SHRINK_ABOVE {
-            self.queue.shrink_to_fit();
+            self.queue = VecDeque::new();
         }
         if self.waiting.capacity() > SHRINK_ABOVE {
-            self.waiting.shrink_to(0, |_| 0);
+            // Every entry is stale once the queue is empty.
+            self.waiting = HashTable::new();
         }
     }
 
@@ -268,9 +291,15 @@ impl<T> State<T> {
         self.shutting_down = true;
         self.drain = drain;
     }
+
+    /// Entries of the waiting table, stale ones included (tests).
+    #[cfg(test)]
+    fn waiting_entries(&self) -> usize {
+        self.waiting.len()
+    }
 }
 
-/// The slot at absolute position `pos`.
+/// The slot at absolute position `pos` (`None` for a stale position).
 fn slot_at<T>(queue: &VecDeque<Slot<T>>, head: u64, pos: u64) -> Option<&Slot<T>> {
     let index = usize::try_from(pos.checked_sub(head)?).ok()?;
     queue.get(index)
@@ -287,8 +316,10 @@ mod tests {
         HASHER.hash_one(s)
     }
 
+    static HINTS: std::sync::LazyLock<Hints<String>> = std::sync::LazyLock::new(Hints::default);
+
     fn add(st: &mut State<String>, s: &str) -> AddOutcome {
-        st.add(s.to_owned(), h(s))
+        st.add(s.to_owned(), h(s), &HINTS)
     }
 
     #[test]
@@ -297,7 +328,7 @@ mod tests {
         assert_eq!(add(&mut st, "a"), AddOutcome::Queued);
         assert_eq!(add(&mut st, "b"), AddOutcome::Queued);
         assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyQueued);
-        assert_eq!(st.add_ref("b", h("b")), AddOutcome::AlreadyQueued);
+        assert_eq!(st.add_ref("b", h("b"), &HINTS), AddOutcome::AlreadyQueued);
         assert_eq!(st.len(), 2);
         assert_eq!(st.pop().unwrap().0, "a");
         assert_eq!(st.pop().unwrap().0, "b");
@@ -312,11 +343,11 @@ mod tests {
         assert_eq!(add(&mut st, "a"), AddOutcome::MarkedDirty);
         assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyDirty);
         assert_eq!(st.len(), 0);
-        assert_eq!(st.done(a.as_str(), ha), DoneOutcome::Requeued);
+        assert_eq!(st.done(a.as_str(), ha, &HINTS), DoneOutcome::Requeued);
         assert_eq!(st.len(), 1);
-        assert_eq!(st.done("a", ha), DoneOutcome::NotProcessing);
+        assert_eq!(st.done("a", ha, &HINTS), DoneOutcome::NotProcessing);
         let (a, ha) = st.pop().unwrap();
-        assert_eq!(st.done(&a, ha), DoneOutcome::Finished);
+        assert_eq!(st.done(&a, ha, &HINTS), DoneOutcome::Finished);
         assert_eq!(st.processing_len(), 0);
     }
 
@@ -333,10 +364,34 @@ mod tests {
             for i in 0..1000 {
                 let (k, hk) = st.pop().unwrap();
                 assert_eq!(k, format!("k{i}"), "round {round}");
-                assert_eq!(st.done(&k, hk), DoneOutcome::Finished);
+                assert_eq!(st.done(&k, hk, &HINTS), DoneOutcome::Finished);
             }
         }
         assert_eq!(st.len(), 0);
+    }
+
+    #[test]
+    fn stale_entries_are_reused_and_swept() {
+        let mut st = State::default();
+        // one hot item cycling: its stale entry is reused every time
+        for _ in 0..10_000 {
+            add(&mut st, "hot");
+            let (k, hk) = st.pop().unwrap();
+            st.done(&k, hk, &HINTS);
+        }
+        assert_eq!(st.waiting_entries(), 1);
+        // many items cycling once each: swept before the table grows
+        add(&mut st, "keep");
+        for i in 0..100_000 {
+            let k = format!("k{i}");
+            add(&mut st, &k);
+            assert_eq!(add(&mut st, &k), AddOutcome::AlreadyQueued);
+            let (first, hf) = st.pop().unwrap();
+            st.done(&first, hf, &HINTS);
+        }
+        assert!(st.waiting_entries() < 4096, "{}", st.waiting_entries());
+        assert_eq!(st.len(), 1);
+        assert_eq!(add(&mut st, "k99999"), AddOutcome::AlreadyQueued);
     }
 
     #[test]
