@@ -187,7 +187,10 @@ fn dedup(report: &mut Report, owned: bool) {
     let items_per_sec = per_sec(processed, secs);
     let reference = per_sec(ADDS, reference_secs);
     report.row(row([
-        ("scenario", json!(if owned { "dedup-owned" } else { "dedup" })),
+        (
+            "scenario",
+            json!(if owned { "dedup-owned" } else { "dedup" }),
+        ),
         ("items", json!(processed)),
         ("seconds", json!(secs)),
         ("items_per_sec", json!(items_per_sec)),
@@ -261,7 +264,13 @@ fn workers_n(report: &mut Report, workers: usize) {
         drop(tx);
     });
     let reference = per_sec(N, start.elapsed().as_secs_f64());
-    throughput_row(report, &format!("workers-{workers}"), processed, secs, reference);
+    throughput_row(
+        report,
+        &format!("workers-{workers}"),
+        processed,
+        secs,
+        reference,
+    );
 }
 
 // ---- rate-limited ------------------------------------------------------------

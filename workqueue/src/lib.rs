@@ -45,7 +45,7 @@
 //!     queue.add(key.to_owned());
 //! }
 //! // ... later, on the way out:
-//! # while queue.len() > 0 || queue.processing_len() > 0 || queue.scheduled_len() > 0 {
+//! # while !queue.is_empty() || queue.processing_len() > 0 || queue.scheduled_len() > 0 {
 //! #     thread::sleep(std::time::Duration::from_millis(5));
 //! # }
 //! queue.shut_down_with_drain();

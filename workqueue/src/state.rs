@@ -178,7 +178,10 @@ impl<T: Eq + Clone> State<T> {
         self.queue.push_back(Slot { item, hash, hint });
         let head = self.head;
         // Reuse a stale entry of the same hash (the item's own, usually).
-        if let Some(stale) = self.waiting.find_mut(hash, |e| e.hash == hash && e.pos < head) {
+        if let Some(stale) = self
+            .waiting
+            .find_mut(hash, |e| e.hash == hash && e.pos < head)
+        {
             stale.pos = pos;
             return;
         }
@@ -221,7 +224,10 @@ impl<T: Eq + Clone> State<T> {
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let Ok(entry) = self.processing.find_entry(hash, |p| p.item.borrow() == item) else {
+        let Ok(entry) = self
+            .processing
+            .find_entry(hash, |p| p.item.borrow() == item)
+        else {
             return DoneOutcome::NotProcessing;
         };
         let (p, _) = entry.remove();
