@@ -89,6 +89,14 @@ impl<T: Item> QueueConfig<T> {
         self
     }
 
+    pub(crate) fn retries_metric(&self) -> Option<Box<dyn crate::metrics::CounterMetric>> {
+        let provider = self.metrics_provider.as_ref()?;
+        if self.name.is_empty() {
+            return None;
+        }
+        Some(provider.new_retries_metric(&self.name))
+    }
+
     pub(crate) fn recorder(&self) -> Option<Recorder<T>> {
         let provider = self.metrics_provider.as_ref()?;
         if self.name.is_empty() {

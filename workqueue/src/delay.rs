@@ -13,34 +13,55 @@ use hashbrown::HashTable;
 struct Scheduled<T> {
     item: T,
     hash: u64,
-    due: Instant,
+    /// Nanoseconds since the heap's origin.
+    due: u64,
     seq: u64,
 }
 
-/// A heap entry: due time, then scheduling order, then the item's hash.
-type Entry = Reverse<(Instant, u64, u64)>;
+/// A heap entry: `(due << 64 | seq, hash)`, smallest first: due time, then
+/// scheduling order, compared as one integer.
+type Entry = Reverse<(u128, u64)>;
+
+fn key(due: u64, seq: u64) -> u128 {
+    (u128::from(due) << 64) | u128::from(seq)
+}
+
+fn due_of(key: u128) -> u64 {
+    (key >> 64) as u64
+}
+
+fn seq_of(key: u128) -> u64 {
+    key as u64
+}
 
 /// Scheduled items; see the module documentation.
 pub(crate) struct DelayHeap<T> {
+    /// Times are kept as nanoseconds since this instant.
+    origin: Instant,
     heap: BinaryHeap<Entry>,
     table: HashTable<Scheduled<T>>,
     next_seq: u64,
 }
 
-impl<T> Default for DelayHeap<T> {
-    fn default() -> Self {
+impl<T: Eq> DelayHeap<T> {
+    /// An empty heap measuring time from `origin`.
+    pub(crate) fn new(origin: Instant) -> Self {
         Self {
+            origin,
             heap: BinaryHeap::new(),
             table: HashTable::new(),
             next_seq: 0,
         }
     }
-}
 
-impl<T: Eq> DelayHeap<T> {
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+
     /// Schedules `item` at `due`, or moves it earlier if it is scheduled
     /// later. Returns whether the schedule changed.
     pub(crate) fn schedule(&mut self, item: T, hash: u64, due: Instant) -> bool {
+        let due = self.nanos(due);
         let seq = self.next_seq;
         match self.table.find_mut(hash, |s| s.item == item) {
             Some(s) if s.due <= due => return false,
@@ -62,7 +83,7 @@ impl<T: Eq> DelayHeap<T> {
             }
         }
         self.next_seq += 1;
-        self.heap.push(Reverse((due, seq, hash)));
+        self.heap.push(Reverse((key(due, seq), hash)));
         if self.heap.len() > 2 * self.table.len() + 1024 {
             self.rebuild();
         }
@@ -71,11 +92,13 @@ impl<T: Eq> DelayHeap<T> {
 
     /// Takes the earliest item due at `now`, if any.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(T, u64)> {
-        while let Some(Reverse((due, seq, hash))) = self.heap.peek().copied() {
-            if due > now {
+        let now = self.nanos(now);
+        while let Some(Reverse((key, hash))) = self.heap.peek().copied() {
+            if due_of(key) > now {
                 return None;
             }
             self.heap.pop();
+            let seq = seq_of(key);
             if let Ok(entry) = self.table.find_entry(hash, |s| s.seq == seq) {
                 let (s, _) = entry.remove();
                 return Some((s.item, s.hash));
@@ -87,7 +110,11 @@ impl<T: Eq> DelayHeap<T> {
     /// The earliest due time (possibly of a stale entry, which is earlier
     /// than any live one and harmless: the timer just looks again).
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((due, _, _))| *due)
+        let Reverse((key, _)) = self.heap.peek()?;
+        Some(crate::clock::saturating_add(
+            self.origin,
+            std::time::Duration::from_nanos(due_of(*key)),
+        ))
     }
 
     /// Number of scheduled items.
@@ -105,7 +132,7 @@ impl<T: Eq> DelayHeap<T> {
         self.heap = self
             .table
             .iter()
-            .map(|s| Reverse((s.due, s.seq, s.hash)))
+            .map(|s| Reverse((key(s.due, s.seq), s.hash)))
             .collect();
     }
 }
@@ -119,7 +146,7 @@ mod tests {
     fn wq5_earlier_time_wins_and_order_is_by_due_time() {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
-        let mut d = DelayHeap::<String>::default();
+        let mut d = DelayHeap::<String>::new(t0);
         assert!(d.schedule("a".into(), 1, t0 + ms(30)));
         assert!(d.schedule("b".into(), 2, t0 + ms(20)));
         assert!(!d.schedule("a".into(), 1, t0 + ms(40)));
@@ -137,7 +164,7 @@ mod tests {
     #[test]
     fn stale_entries_are_bounded() {
         let t0 = Instant::now();
-        let mut d = DelayHeap::<String>::default();
+        let mut d = DelayHeap::<String>::new(t0);
         for i in 0..10_000u64 {
             d.schedule("a".into(), 1, t0 + Duration::from_secs(100_000 - i));
         }

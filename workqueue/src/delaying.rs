@@ -11,11 +11,14 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::housekeeper;
+use crate::intake::Incoming;
+use crate::intake::MERGE_AT;
 use crate::queue::Queue;
 use crate::Item;
 
@@ -88,36 +91,32 @@ impl<T: Item> DelayingQueue<T> {
     /// wins. Dropped after shutdown. Counts as a retry in the metrics.
     pub fn add_after(&self, item: T, delay: Duration) {
         let shared = &self.queue.shared;
-        let hash = shared.hash(&item);
-        let mut locked = shared.lock_only();
-        let now = shared.clock.now();
-        locked.release_due_at(now);
-        if let Some(m) = &locked.guard.metrics {
-            m.on_retry();
-        }
-        if locked.guard.state.is_shutting_down() {
-            return;
+        if let Some(retries) = &shared.retries {
+            retries.inc();
         }
         if delay.is_zero() {
-            locked.add(item, hash);
+            self.queue.add(item);
             return;
         }
-        let due = saturating_add(now, delay);
-        let inner = &mut *locked.guard;
-        let Some(heap) = &mut inner.delay else {
+        let (Some(intake), Some(signal)) = (&shared.intake, &shared.signal) else {
             return;
         };
-        if !heap.schedule(item, hash, due) {
+        if shared.shutting_down.load(Ordering::Acquire) {
             return;
         }
-        if !inner.housekeeper_running {
-            housekeeper::ensure_running(shared, &mut inner.housekeeper_running);
-        }
-        if inner.housekeeper_deadline.is_none_or(|d| due < d) {
-            inner.housekeeper_deadline = Some(due);
-            if let Some(signal) = &shared.signal {
-                signal.kick();
+        let hash = shared.hash(&item);
+        let due = saturating_add(shared.clock.now(), delay);
+        let pending = intake.push(Incoming { item, hash, due });
+        if pending >= MERGE_AT || !shared.housekeeper_started.load(Ordering::Acquire) {
+            let mut locked = shared.lock_only();
+            locked.merge_intake();
+            let inner = &mut *locked.guard;
+            if !inner.housekeeper_running && !inner.state.is_shutting_down() {
+                housekeeper::ensure_running(shared, &mut inner.housekeeper_running);
             }
+        }
+        if intake.needs_kick(due) {
+            signal.kick();
         }
     }
 

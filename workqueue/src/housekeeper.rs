@@ -6,6 +6,7 @@
 //! scheduled or a fake clock jumps. It stops when the queue shuts down or
 //! its last handle is dropped (it holds only a weak reference).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -15,6 +16,10 @@ use parking_lot::{Condvar, Mutex};
 use crate::metrics::recorder::UPDATE_PERIOD;
 use crate::shared::Shared;
 use crate::Item;
+
+/// The shortest sleep of the background thread: it bounds its wake-ups to
+/// 5,000 a second when items come due continuously.
+const MIN_SLEEP: Duration = Duration::from_micros(200);
 
 /// How the background thread is told to look again or to stop.
 #[derive(Default)]
@@ -94,6 +99,7 @@ pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut boo
         Ok(_) => {
             shared.clock.on_jump(jump_waker);
             *running = true;
+            shared.housekeeper_started.store(true, Ordering::Release);
         }
         Err(err) => {
             // Retried at the next add_after; due items are still released
@@ -119,30 +125,48 @@ fn run<T: Item>(weak: &Weak<Shared<T>>, signal: &Signal) {
     }
 }
 
-/// One round: release due items, update metrics when their time came, and
-/// tell how long to sleep (`None` inside: until kicked). `None`: stop.
+/// One round: merge scheduled items, release due ones, update metrics
+/// when their time came, and tell how long to sleep (`None` inside: until
+/// kicked). `None`: stop.
 fn look<T: Item>(
     shared: &Shared<T>,
     next_metrics: &mut Option<Instant>,
 ) -> Option<Option<Duration>> {
-    let mut locked = shared.lock();
-    let inner = &mut *locked.guard;
-    if inner.state.is_shutting_down() {
-        inner.housekeeper_running = false;
-        return None;
-    }
-    let now = shared.clock.now();
-    if let Some(metrics) = &inner.metrics {
-        if next_metrics.is_none_or(|t| t <= now) {
-            metrics.update_unfinished_work();
-            *next_metrics = now.checked_add(UPDATE_PERIOD);
+    loop {
+        if let Some(intake) = &shared.intake {
+            intake.wake();
         }
+        let mut locked = shared.lock();
+        let merges = shared.intake.as_ref().map(|i| i.merges());
+        let inner = &mut *locked.guard;
+        if inner.state.is_shutting_down() {
+            inner.housekeeper_running = false;
+            return None;
+        }
+        let now = shared.clock.now();
+        if let Some(metrics) = &inner.metrics {
+            if next_metrics.is_none_or(|t| t <= now) {
+                metrics.update_unfinished_work();
+                *next_metrics = now.checked_add(UPDATE_PERIOD);
+            }
+        }
+        let next_due = inner.delay.as_ref().and_then(|d| d.next_due());
+        let deadline = match (next_due, inner.metrics.as_ref().and(*next_metrics)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        drop(locked);
+        match &shared.intake {
+            Some(intake) => {
+                intake.arm(deadline);
+                if intake.has_pending() || Some(intake.merges()) != merges {
+                    continue; // scheduled meanwhile: look again before sleeping
+                }
+            }
+            None => {}
+        }
+        // Sleep at least MIN_SLEEP: items due meanwhile are released
+        // together (threads blocked in `get` release them on time).
+        return Some(deadline.map(|d| d.saturating_duration_since(now).max(MIN_SLEEP)));
     }
-    let next_due = inner.delay.as_ref().and_then(|d| d.next_due());
-    let deadline = match (next_due, inner.metrics.as_ref().and(*next_metrics)) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    inner.housekeeper_deadline = deadline;
-    Some(deadline.map(|d| d.saturating_duration_since(now)))
 }

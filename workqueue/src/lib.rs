@@ -61,6 +61,7 @@ mod delaying;
 mod get;
 mod hints;
 mod housekeeper;
+mod intake;
 pub mod metrics;
 mod parallelize;
 mod queue;

@@ -105,8 +105,9 @@ impl<T: Item> Queue<T> {
 
     pub(crate) fn build(config: QueueConfig<T>, delaying: bool) -> Self {
         let metrics = config.recorder();
+        let retries = config.retries_metric();
         let QueueConfig { name, clock, .. } = config;
-        let shared = Arc::new(Shared::new(name, clock, delaying, metrics));
+        let shared = Arc::new(Shared::new(name, clock, delaying, metrics, retries));
         let queue = Self { shared };
         {
             let mut locked = queue.shared.lock();
@@ -156,18 +157,7 @@ impl<T: Item> Queue<T> {
     ///
     /// Do not call this from an async task: use [`Queue::get_async`].
     pub fn get(&self) -> Option<T> {
-        let mut locked = self.shared.lock();
-        loop {
-            if let Some(item) = locked.pop() {
-                return Some(item);
-            }
-            if locked.guard.state.is_shutting_down() {
-                return None;
-            }
-            locked.guard.waiters.sleeping += 1;
-            self.shared.items_cv.wait(&mut locked.guard);
-            locked.release_due();
-        }
+        self.get_until(None).into_item()
     }
 
     /// Takes the next item without blocking.
@@ -182,7 +172,13 @@ impl<T: Item> Queue<T> {
 
     /// Takes the next item, blocking at most `timeout`.
     pub fn get_timeout(&self, timeout: Duration) -> TryGet<T> {
-        let deadline = saturating_add(Instant::now(), timeout);
+        self.get_until(Some(saturating_add(Instant::now(), timeout)))
+    }
+
+    /// Blocks until an item comes, the queue shuts down or `deadline`
+    /// passes. A thread waiting on a delaying queue also wakes when the
+    /// next scheduled item is due, and moves it into the queue itself.
+    fn get_until(&self, deadline: Option<Instant>) -> TryGet<T> {
         let mut locked = self.shared.lock();
         loop {
             if let Some(item) = locked.pop() {
@@ -191,18 +187,28 @@ impl<T: Item> Queue<T> {
             if locked.guard.state.is_shutting_down() {
                 return TryGet::ShutDown;
             }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return TryGet::Empty;
+            }
+            let wake_at = match (locked.next_due_deadline(), deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             locked.guard.waiters.sleeping += 1;
-            let result = self.shared.items_cv.wait_until(&mut locked.guard, deadline);
-            if result.timed_out() {
-                // Not notified: take our count back.
-                let waiters = &mut locked.guard.waiters;
-                waiters.sleeping = waiters.sleeping.saturating_sub(1);
-                locked.release_due();
-                return match locked.pop() {
-                    Some(item) => TryGet::Item(item),
-                    None if locked.guard.state.is_shutting_down() => TryGet::ShutDown,
-                    None => TryGet::Empty,
-                };
+            match wake_at {
+                Some(at) => {
+                    if self
+                        .shared
+                        .items_cv
+                        .wait_until(&mut locked.guard, at)
+                        .timed_out()
+                    {
+                        // Not notified: take our count back.
+                        let waiters = &mut locked.guard.waiters;
+                        waiters.sleeping = waiters.sleeping.saturating_sub(1);
+                    }
+                }
+                None => self.shared.items_cv.wait(&mut locked.guard),
             }
             locked.release_due();
         }

@@ -7,6 +7,7 @@
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
@@ -18,6 +19,7 @@ use crate::clock::Clock;
 use crate::delay::DelayHeap;
 use crate::hints::Hints;
 use crate::housekeeper::Signal;
+use crate::intake::{Incoming, Intake};
 use crate::metrics::recorder::Recorder;
 use crate::state::{AddOutcome, DoneOutcome, State};
 use crate::waiters::Waiters;
@@ -33,15 +35,27 @@ pub(crate) struct Inner<T> {
     pub(crate) metrics: Option<Recorder<T>>,
     /// Whether the background thread runs.
     pub(crate) housekeeper_running: bool,
-    /// When the background thread will next look, if it sleeps with a
-    /// deadline.
-    pub(crate) housekeeper_deadline: Option<Instant>,
+    /// Spare buffer swapped with the intake's when merging.
+    merge_buf: Vec<Incoming<T>>,
+}
+
+/// Keeps what it wraps on cache lines of its own, so that writes under the
+/// lock do not slow down the lock-free reads of the fields beside it.
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 /// The state shared by all handles of one queue.
 pub(crate) struct Shared<T> {
-    inner: Mutex<Inner<T>>,
-    pub(crate) items_cv: Condvar,
+    inner: Padded<Mutex<Inner<T>>>,
+    pub(crate) items_cv: Padded<Condvar>,
     pub(crate) drain_cv: Condvar,
     hasher: DefaultHashBuilder,
     /// Lock-free answers for adds of hot items.
@@ -50,6 +64,14 @@ pub(crate) struct Shared<T> {
     pub(crate) name: String,
     /// The background thread's signal, for queues that may have one.
     pub(crate) signal: Option<Arc<Signal>>,
+    /// Items scheduled by `add_after`, not merged into the heap yet.
+    pub(crate) intake: Option<Padded<Intake<T>>>,
+    /// Mirrors the state's flag, for `add_after` (which does not lock).
+    pub(crate) shutting_down: AtomicBool,
+    /// Whether the background thread was started (read without the lock).
+    pub(crate) housekeeper_started: AtomicBool,
+    /// The retries metric, counted without the lock.
+    pub(crate) retries: Option<Box<dyn crate::metrics::CounterMetric>>,
 }
 
 impl<T> Drop for Shared<T> {
@@ -67,24 +89,30 @@ impl<T: Item> Shared<T> {
         clock: Arc<dyn Clock>,
         delay: bool,
         metrics: Option<Recorder<T>>,
+        retries: Option<Box<dyn crate::metrics::CounterMetric>>,
     ) -> Self {
         let signal = (delay || metrics.is_some()).then(|| Arc::new(Signal::default()));
+        let origin = clock.now();
         Self {
-            inner: Mutex::new(Inner {
+            inner: Padded(Mutex::new(Inner {
                 state: State::default(),
                 waiters: Waiters::default(),
-                delay: delay.then(DelayHeap::default),
+                delay: delay.then(|| DelayHeap::new(origin)),
                 metrics,
                 housekeeper_running: false,
-                housekeeper_deadline: None,
-            }),
-            items_cv: Condvar::new(),
+                merge_buf: Vec::new(),
+            })),
+            items_cv: Padded(Condvar::new()),
             drain_cv: Condvar::new(),
             hasher: DefaultHashBuilder::default(),
             hints: Hints::default(),
             clock,
             name,
             signal,
+            intake: delay.then(|| Padded(Intake::new(origin))),
+            shutting_down: AtomicBool::new(false),
+            housekeeper_started: AtomicBool::new(false),
+            retries,
         }
     }
 
@@ -223,9 +251,33 @@ impl<T: Item> Locked<'_, T> {
         outcome
     }
 
+    /// Merges the intake into the heap.
+    #[inline]
+    pub(crate) fn merge_intake(&mut self) {
+        let Some(intake) = &self.shared.intake else {
+            return;
+        };
+        if !intake.has_pending() {
+            return;
+        }
+        let inner = &mut *self.guard;
+        let mut batch = std::mem::take(&mut inner.merge_buf);
+        intake.take_into(&mut batch);
+        if let Some(heap) = &mut inner.delay {
+            if !inner.state.is_shutting_down() {
+                for Incoming { item, hash, due } in batch.drain(..) {
+                    heap.schedule(item, hash, due);
+                }
+            }
+        }
+        batch.clear();
+        inner.merge_buf = batch;
+    }
+
     /// Moves delayed items that are due into the queue.
     #[inline]
     pub(crate) fn release_due(&mut self) {
+        self.merge_intake();
         let Some(delay) = &self.guard.delay else {
             return;
         };
@@ -249,12 +301,23 @@ impl<T: Item> Locked<'_, T> {
         }
     }
 
+    /// When, in real time, the next scheduled item is due.
+    pub(crate) fn next_due_deadline(&self) -> Option<Instant> {
+        let due = self.guard.delay.as_ref()?.next_due()?;
+        let wait = due.saturating_duration_since(self.shared.clock.now());
+        Some(crate::clock::saturating_add(Instant::now(), wait))
+    }
+
     /// Starts shutting down (`drain` as in client-go).
     pub(crate) fn shut_down(&mut self, drain: bool) {
         let inner = &mut *self.guard;
         inner.state.shut_down(drain);
+        self.shared.shutting_down.store(true, Ordering::SeqCst);
         if let Some(delay) = &mut inner.delay {
             delay.clear();
+        }
+        if let Some(intake) = &self.shared.intake {
+            intake.clear();
         }
         inner
             .waiters

@@ -23,7 +23,6 @@ pub(crate) struct Recorder<T> {
     work_duration: Box<dyn HistogramMetric>,
     unfinished: Box<dyn SettableGaugeMetric>,
     longest: Box<dyn SettableGaugeMetric>,
-    retries: Box<dyn CounterMetric>,
     added_at: HashMap<T, Instant>,
     started_at: HashMap<T, Instant>,
 }
@@ -38,7 +37,6 @@ impl<T: Hash + Eq + Clone> Recorder<T> {
             work_duration: provider.new_work_duration_metric(name),
             unfinished: provider.new_unfinished_work_seconds_metric(name),
             longest: provider.new_longest_running_processor_seconds_metric(name),
-            retries: provider.new_retries_metric(name),
             added_at: HashMap::new(),
             started_at: HashMap::new(),
         }
@@ -73,11 +71,6 @@ impl<T: Hash + Eq + Clone> Recorder<T> {
             self.work_duration
                 .observe(secs_between(started, self.clock.now()));
         }
-    }
-
-    /// An `add_after` call.
-    pub(crate) fn on_retry(&self) {
-        self.retries.inc();
     }
 
     /// Sets unfinished work and longest running processor from the items
