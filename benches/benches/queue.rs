@@ -4,7 +4,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use kcontrol_workqueue::{Queue, RateLimitingQueue};
+use kcontrol_workqueue::{DelayingQueue, Queue, RateLimitingQueue};
 
 fn keys(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("ns-{}/name-{i}", i % 100)).collect()
@@ -60,5 +60,26 @@ fn rate_limited(c: &mut Criterion) {
     queue.shut_down();
 }
 
-criterion_group!(benches, add_get_done, dedup_add, rate_limited);
+fn add_after(c: &mut Criterion) {
+    let queue: DelayingQueue<String> = DelayingQueue::new();
+    let pool = keys(100_000);
+    let mut i = 0usize;
+    c.bench_function("add_after", |b| {
+        b.iter(|| {
+            let d =
+                std::time::Duration::from_nanos((i as u64).wrapping_mul(0x9e37_79b9) % 10_000_000);
+            queue.add_after(pool[i % 100_000].clone(), d);
+            i += 1;
+            if i % 100_000 == 0 {
+                while queue.try_get().into_item().is_some_and(|k| {
+                    queue.done(&k);
+                    true
+                }) {}
+            }
+        })
+    });
+    queue.shut_down();
+}
+
+criterion_group!(benches, add_get_done, dedup_add, rate_limited, add_after);
 criterion_main!(benches);

@@ -18,21 +18,9 @@ struct Scheduled<T> {
     seq: u64,
 }
 
-/// A heap entry: `(due << 64 | seq, hash)`, smallest first: due time, then
-/// scheduling order, compared as one integer.
-type Entry = Reverse<(u128, u64)>;
-
-fn key(due: u64, seq: u64) -> u128 {
-    (u128::from(due) << 64) | u128::from(seq)
-}
-
-fn due_of(key: u128) -> u64 {
-    (key >> 64) as u64
-}
-
-fn seq_of(key: u128) -> u64 {
-    key as u64
-}
+/// A heap entry: due time, then scheduling order, then the item's hash
+/// (24 bytes: small entries make the heap fast).
+type Entry = Reverse<(u64, u64, u64)>;
 
 /// Scheduled items; see the module documentation.
 pub(crate) struct DelayHeap<T> {
@@ -83,7 +71,7 @@ impl<T: Eq> DelayHeap<T> {
             }
         }
         self.next_seq += 1;
-        self.heap.push(Reverse((key(due, seq), hash)));
+        self.heap.push(Reverse((due, seq, hash)));
         if self.heap.len() > 2 * self.table.len() + 1024 {
             self.rebuild();
         }
@@ -93,12 +81,11 @@ impl<T: Eq> DelayHeap<T> {
     /// Takes the earliest item due at `now`, if any.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(T, u64)> {
         let now = self.nanos(now);
-        while let Some(Reverse((key, hash))) = self.heap.peek().copied() {
-            if due_of(key) > now {
+        while let Some(Reverse((due, seq, hash))) = self.heap.peek().copied() {
+            if due > now {
                 return None;
             }
             self.heap.pop();
-            let seq = seq_of(key);
             if let Ok(entry) = self.table.find_entry(hash, |s| s.seq == seq) {
                 let (s, _) = entry.remove();
                 return Some((s.item, s.hash));
@@ -110,10 +97,10 @@ impl<T: Eq> DelayHeap<T> {
     /// The earliest due time (possibly of a stale entry, which is earlier
     /// than any live one and harmless: the timer just looks again).
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        let Reverse((key, _)) = self.heap.peek()?;
+        let Reverse((due, _, _)) = self.heap.peek()?;
         Some(crate::clock::saturating_add(
             self.origin,
-            std::time::Duration::from_nanos(due_of(*key)),
+            std::time::Duration::from_nanos(*due),
         ))
     }
 
@@ -132,7 +119,7 @@ impl<T: Eq> DelayHeap<T> {
         self.heap = self
             .table
             .iter()
-            .map(|s| Reverse((key(s.due, s.seq), s.hash)))
+            .map(|s| Reverse((s.due, s.seq, s.hash)))
             .collect();
     }
 }

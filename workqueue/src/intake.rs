@@ -64,7 +64,12 @@ impl<T> Intake<T> {
         let mut buf = self.buf.lock();
         buf.push(incoming);
         let len = buf.len();
-        self.pending.store(len, Ordering::SeqCst);
+        if len == 1 {
+            // Written once per batch: while the buffer is not empty, the
+            // flag stays set (only a merge, which takes everything, clears
+            // it), so later pushes need not touch the shared cache line.
+            self.pending.store(1, Ordering::SeqCst);
+        }
         len
     }
 
@@ -72,7 +77,8 @@ impl<T> Intake<T> {
     /// `due` (it would sleep past it).
     pub(crate) fn needs_kick(&self, due: Instant) -> bool {
         let due = self.nanos(due);
-        self.armed.fetch_min(due, Ordering::SeqCst) > due
+        // Read first: the line stays shared while the thread sleeps.
+        self.armed.load(Ordering::SeqCst) > due && self.armed.fetch_min(due, Ordering::SeqCst) > due
     }
 
     /// Whether items wait to be merged (a hint unless called by the thread
