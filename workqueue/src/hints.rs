@@ -1,13 +1,15 @@
 //! The lock-free fast path for adds of "hot" items (WQ1 at speed).
 //!
-//! When an add finds its item already waiting (a redundant add), the item
-//! gets a [`Hint`]: a shared copy of the item with an atomic state that
-//! mirrors the queue's: `QUEUED` (waiting), `DIRTY` (being processed and
-//! already marked to run again) or `IDLE` (neither). Hints are published in
-//! a small fixed table indexed by hash. An add first looks there: if it
-//! finds its own item `QUEUED` or `DIRTY`, the add changes nothing, so it
-//! returns without taking the queue lock and without writing to any shared
-//! memory.
+//! When an add finds its item already waiting or being processed, the item
+//! is hot and gets a [`Hint`]: a shared copy of the item with an atomic
+//! state that mirrors the queue's: `QUEUED` (waiting), `PROCESSING` (handed
+//! out, not dirty), `DIRTY` (handed out and to be queued again on `done`)
+//! or `IDLE` (gone). Hints are published in a small fixed table indexed by
+//! hash. An add first looks there: if it finds its own item `QUEUED` or
+//! `DIRTY`, the add changes nothing, so it returns without taking the queue
+//! lock and without writing to shared memory; if it finds it `PROCESSING`,
+//! it marks it `DIRTY` with one compare-and-swap, and `done` (which swaps
+//! `PROCESSING` for `IDLE` under the lock) sees that and queues it again.
 //!
 //! Every state change happens under the queue lock, at the same time as
 //! the change it mirrors, with sequentially consistent stores; the fast
@@ -16,8 +18,10 @@
 //! the adder wrote before `add` is visible to the worker that processes
 //! the item (the stress test checks exactly this).
 //!
-//! The table holds at most [`SLOTS`] hints; a hint leaves it when its item
-//! leaves the queue, so nothing outlives the queue's own contents.
+//! The table holds at most [`SLOTS`] hints. A hint stays published (idle)
+//! after its item leaves the queue, so that the item, if it comes back,
+//! reuses it; it is replaced by the next hot item of its slot. So the
+//! table keeps copies of at most [`SLOTS`] recently hot items.
 
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -28,12 +32,14 @@ use arc_swap::ArcSwapOption;
 /// Slots of the hint table (a power of two).
 pub(crate) const SLOTS: usize = 4096;
 
-/// Neither waiting nor dirty: an add must take the lock.
+/// Gone from the queue: an add must take the lock.
 pub(crate) const IDLE: u8 = 0;
 /// Waiting in the queue.
 pub(crate) const QUEUED: u8 = 1;
 /// Being processed and dirty.
 pub(crate) const DIRTY: u8 = 2;
+/// Being processed, not dirty.
+pub(crate) const PROCESSING: u8 = 3;
 
 /// A published copy of a hot item and its state.
 pub(crate) struct Hint<T> {
@@ -55,6 +61,30 @@ impl<T> Hint<T> {
     #[inline]
     pub(crate) fn set(&self, state: u8) {
         self.state.store(state, Ordering::SeqCst);
+    }
+
+    /// Marks a processed item dirty. Returns false if it already was.
+    #[inline]
+    pub(crate) fn mark_dirty(&self) -> bool {
+        self.state
+            .compare_exchange(PROCESSING, DIRTY, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Ends processing (queue lock held): returns whether the item was
+    /// dirty (then it is `QUEUED` again), else it is now `IDLE`.
+    #[inline]
+    pub(crate) fn finish(&self) -> bool {
+        match self
+            .state
+            .compare_exchange(PROCESSING, IDLE, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => false,
+            Err(_) => {
+                self.state.store(QUEUED, Ordering::SeqCst);
+                true
+            }
+        }
     }
 }
 
@@ -81,10 +111,11 @@ impl<T> Hints<T> {
         self.slots.get((hash >> 52) as usize & (SLOTS - 1))
     }
 
-    /// Whether an add of `item` would change nothing (it is waiting, or
-    /// being processed and dirty). Lock-free; false when unsure.
+    /// Adds `item` without the lock if it is hot: true if it is waiting or
+    /// dirty (nothing to do) or was being processed and is now marked dirty
+    /// (only when `may_mark`). False: take the locked path.
     #[inline]
-    pub(crate) fn covers<Q>(&self, item: &Q, hash: u64) -> bool
+    pub(crate) fn try_add<Q>(&self, item: &Q, hash: u64, may_mark: bool) -> bool
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -96,13 +127,24 @@ impl<T> Hints<T> {
             return false;
         };
         let guard = slot.load();
-        match &*guard {
-            Some(hint) => {
-                hint.hash == hash
-                    && hint.state.load(Ordering::SeqCst) != IDLE
-                    && hint.item.borrow() == item
-            }
-            None => false,
+        let Some(hint) = &*guard else {
+            return false;
+        };
+        if hint.hash != hash || hint.item.borrow() != item {
+            return false;
+        }
+        match hint.state.load(Ordering::SeqCst) {
+            QUEUED | DIRTY => true,
+            PROCESSING if may_mark => match hint.state.compare_exchange(
+                PROCESSING,
+                DIRTY,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => true,
+                Err(now) => now == QUEUED || now == DIRTY,
+            },
+            _ => false,
         }
     }
 
@@ -123,24 +165,40 @@ impl<T> Hints<T> {
         }
     }
 
-    /// The item of `hint` left the queue: marks it idle and unpublishes it
-    /// (queue lock held).
-    pub(crate) fn retire(&self, hint: &Arc<Hint<T>>) {
-        hint.set(IDLE);
-        let Some(slot) = self.slot(hint.hash) else {
-            return;
-        };
-        let current = slot.load();
-        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, hint)) {
-            slot.store(None);
-            self.published.fetch_sub(1, Ordering::Relaxed);
+    /// The published, idle hint of `item`, now `QUEUED` again: an item
+    /// that comes back after it left the queue reuses its hint (queue lock
+    /// held).
+    pub(crate) fn reclaim<Q>(&self, item: &Q, hash: u64) -> Option<Arc<Hint<T>>>
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        if self.published.load(Ordering::Relaxed) == 0 {
+            return None;
         }
+        let guard = self.slot(hash)?.load();
+        let hint = guard.as_ref()?;
+        if hint.hash != hash || hint.state.load(Ordering::SeqCst) != IDLE || hint.item.borrow() != item {
+            return None;
+        }
+        hint.set(QUEUED);
+        Some(Arc::clone(hint))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl<T> Hints<T> {
+        fn covers<Q>(&self, item: &Q, hash: u64) -> bool
+        where
+            T: Borrow<Q>,
+            Q: ?Sized + Eq,
+        {
+            self.try_add(item, hash, false)
+        }
+    }
 
     #[test]
     fn covers_only_published_live_hints_of_the_same_item() {
@@ -156,17 +214,33 @@ mod tests {
         assert!(!hints.covers("a", h));
         a.set(DIRTY);
         assert!(hints.covers("a", h));
+        // processing: marked dirty without the lock, only when allowed
+        a.set(PROCESSING);
+        assert!(!hints.try_add("a", h, false));
+        assert!(hints.try_add("a", h, true));
+        assert_eq!(a.state.load(Ordering::SeqCst), DIRTY);
+        assert!(a.finish());
+        assert_eq!(a.state.load(Ordering::SeqCst), QUEUED);
+        a.set(PROCESSING);
+        assert!(!a.finish());
+        assert_eq!(a.state.load(Ordering::SeqCst), IDLE);
+        a.set(DIRTY);
         // a live hint is not displaced by another one of the same slot
         let b = Hint::new("b".to_owned(), h, QUEUED);
         hints.publish(&b);
         assert!(hints.covers("a", h));
         assert!(!hints.covers("b", h));
-        hints.retire(&a);
+        // gone: idle, still published, reclaimed by the next add of "a"
+        a.set(IDLE);
         assert!(!hints.covers("a", h));
-        assert_eq!(hints.published.load(Ordering::Relaxed), 0);
-        // retiring a hint that is not published leaves the slot alone
+        assert!(hints.reclaim("b", h).is_none());
+        let again = hints.reclaim("a", h).unwrap();
+        assert!(Arc::ptr_eq(&again, &a));
+        assert!(hints.covers("a", h));
+        assert!(hints.reclaim("a", h).is_none(), "a live hint is not reclaimed twice");
+        // an idle hint gives its slot to the next hot item
+        a.set(IDLE);
         hints.publish(&b);
-        hints.retire(&a);
         assert!(hints.covers("b", h));
     }
 }

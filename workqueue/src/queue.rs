@@ -129,7 +129,7 @@ impl<T: Item> Queue<T> {
     #[inline]
     pub fn add(&self, item: T) {
         let hash = self.shared.hash(&item);
-        if self.shared.hints.covers(&item, hash) {
+        if self.shared.try_add_hot(&item, hash) {
             return;
         }
         self.shared.lock().add(item, hash);
@@ -145,7 +145,7 @@ impl<T: Item> Queue<T> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
     {
         let hash = self.shared.hash(item);
-        if self.shared.hints.covers(item, hash) {
+        if self.shared.try_add_hot(item, hash) {
             return;
         }
         self.shared.lock().add_ref(item, hash);

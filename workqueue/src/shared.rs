@@ -70,6 +70,8 @@ pub(crate) struct Shared<T> {
     pub(crate) shutting_down: AtomicBool,
     /// Whether the background thread was started (read without the lock).
     pub(crate) housekeeper_started: AtomicBool,
+    /// Whether the queue records metrics.
+    has_metrics: bool,
     /// The retries metric, counted without the lock.
     pub(crate) retries: Option<Box<dyn crate::metrics::CounterMetric>>,
 }
@@ -93,6 +95,7 @@ impl<T: Item> Shared<T> {
     ) -> Self {
         let signal = (delay || metrics.is_some()).then(|| Arc::new(Signal::default()));
         let origin = clock.now();
+        let has_metrics = metrics.is_some();
         Self {
             inner: Padded(Mutex::new(Inner {
                 state: State::default(),
@@ -112,8 +115,23 @@ impl<T: Item> Shared<T> {
             intake: delay.then(|| Padded(Intake::new(origin))),
             shutting_down: AtomicBool::new(false),
             housekeeper_started: AtomicBool::new(false),
+            has_metrics,
             retries,
         }
+    }
+
+    /// The lock-free add of a hot item (see [`crate::hints`]); false when
+    /// the add must take the lock. Marking an item dirty without the lock is
+    /// only allowed when no metrics are recorded (they count such adds) and
+    /// before shutdown (adds after it are dropped).
+    #[inline]
+    pub(crate) fn try_add_hot<Q>(&self, item: &Q, hash: u64) -> bool
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let may_mark = !self.has_metrics && !self.shutting_down.load(Ordering::SeqCst);
+        self.hints.try_add(item, hash, may_mark)
     }
 
     /// The hash of an item, as every table of this queue computes it.
@@ -228,7 +246,7 @@ impl<T: Item> Locked<'_, T> {
         Q: ?Sized + Hash + Eq,
     {
         let inner = &mut *self.guard;
-        let outcome = inner.state.done(item, hash, &self.shared.hints);
+        let outcome = inner.state.done(item, hash);
         match outcome {
             DoneOutcome::NotProcessing => return outcome,
             DoneOutcome::Requeued => {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::hints::{Hint, Hints, DIRTY, IDLE, QUEUED};
+use crate::hints::{Hint, Hints, DIRTY, PROCESSING, QUEUED};
 
 /// Above this many slots an emptied queue gives its memory back.
 const SHRINK_ABOVE: usize = 64 * 1024;
@@ -108,7 +108,8 @@ impl<T: Eq + Clone> State<T> {
         match self.settle(&item, hash, hints) {
             Some(outcome) => outcome,
             None => {
-                self.push(item, hash, None);
+                let hint = hints.reclaim(&item, hash);
+                self.push(item, hash, hint);
                 AddOutcome::Queued
             }
         }
@@ -126,7 +127,8 @@ impl<T: Eq + Clone> State<T> {
         match self.settle(item, hash, hints) {
             Some(outcome) => outcome,
             None => {
-                self.push(item.to_owned(), hash, None);
+                let hint = hints.reclaim(item, hash);
+                self.push(item.to_owned(), hash, hint);
                 AddOutcome::Queued
             }
         }
@@ -142,19 +144,24 @@ impl<T: Eq + Clone> State<T> {
     {
         if !self.processing.is_empty() {
             if let Some(p) = self.processing.find_mut(hash, |p| p.item.borrow() == item) {
-                if p.dirty {
-                    if p.hint.is_none() {
+                return Some(match &p.hint {
+                    Some(hint) if hint.mark_dirty() => AddOutcome::MarkedDirty,
+                    Some(_) => AddOutcome::AlreadyDirty,
+                    None => {
+                        // Added while processed: hot. From now on its hint
+                        // holds its dirty flag.
+                        let outcome = if p.dirty {
+                            AddOutcome::AlreadyDirty
+                        } else {
+                            AddOutcome::MarkedDirty
+                        };
+                        p.dirty = true;
                         let hint = Hint::new(p.item.clone(), hash, DIRTY);
                         hints.publish(&hint);
                         p.hint = Some(hint);
+                        outcome
                     }
-                    return Some(AddOutcome::AlreadyDirty);
-                }
-                p.dirty = true;
-                if let Some(hint) = &p.hint {
-                    hint.set(DIRTY);
-                }
-                return Some(AddOutcome::MarkedDirty);
+                });
             }
         }
         let (queue, head) = (&mut self.queue, self.head);
@@ -199,7 +206,7 @@ impl<T: Eq + Clone> State<T> {
         // Its waiting entry is now stale (position below head).
         self.head += 1;
         if let Some(hint) = &hint {
-            hint.set(IDLE);
+            hint.set(PROCESSING);
         }
         let copy = item.clone();
         self.processing.insert_unique(
@@ -219,7 +226,7 @@ impl<T: Eq + Clone> State<T> {
     }
 
     /// Ends the processing of an item; a dirty item is queued again.
-    pub(crate) fn done<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> DoneOutcome
+    pub(crate) fn done<Q>(&mut self, item: &Q, hash: u64) -> DoneOutcome
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -231,16 +238,17 @@ impl<T: Eq + Clone> State<T> {
             return DoneOutcome::NotProcessing;
         };
         let (p, _) = entry.remove();
-        if p.dirty {
-            if let Some(hint) = &p.hint {
-                hint.set(QUEUED);
-            }
+        // With a hint, the hint holds the dirty flag (adds may set it
+        // without the lock); `finish` reads and resets it atomically.
+        let dirty = match &p.hint {
+            Some(hint) => hint.finish(),
+            None => p.dirty,
+        };
+        if dirty {
             self.push(p.item, p.hash, p.hint);
             DoneOutcome::Requeued
         } else {
-            if let Some(hint) = &p.hint {
-                hints.retire(hint);
-            }
+            // A hint stays published, idle, for the item's return.
             DoneOutcome::Finished
         }
     }
@@ -349,11 +357,11 @@ mod tests {
         assert_eq!(add(&mut st, "a"), AddOutcome::MarkedDirty);
         assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyDirty);
         assert_eq!(st.len(), 0);
-        assert_eq!(st.done(a.as_str(), ha, &HINTS), DoneOutcome::Requeued);
+        assert_eq!(st.done(a.as_str(), ha), DoneOutcome::Requeued);
         assert_eq!(st.len(), 1);
-        assert_eq!(st.done("a", ha, &HINTS), DoneOutcome::NotProcessing);
+        assert_eq!(st.done("a", ha), DoneOutcome::NotProcessing);
         let (a, ha) = st.pop().unwrap();
-        assert_eq!(st.done(&a, ha, &HINTS), DoneOutcome::Finished);
+        assert_eq!(st.done(&a, ha), DoneOutcome::Finished);
         assert_eq!(st.processing_len(), 0);
     }
 
@@ -370,7 +378,7 @@ mod tests {
             for i in 0..1000 {
                 let (k, hk) = st.pop().unwrap();
                 assert_eq!(k, format!("k{i}"), "round {round}");
-                assert_eq!(st.done(&k, hk, &HINTS), DoneOutcome::Finished);
+                assert_eq!(st.done(&k, hk), DoneOutcome::Finished);
             }
         }
         assert_eq!(st.len(), 0);
@@ -383,7 +391,7 @@ mod tests {
         for _ in 0..10_000 {
             add(&mut st, "hot");
             let (k, hk) = st.pop().unwrap();
-            st.done(&k, hk, &HINTS);
+            st.done(&k, hk);
         }
         assert_eq!(st.waiting_entries(), 1);
         // many items cycling once each: swept before the table grows
@@ -393,7 +401,7 @@ mod tests {
             add(&mut st, &k);
             assert_eq!(add(&mut st, &k), AddOutcome::AlreadyQueued);
             let (first, hf) = st.pop().unwrap();
-            st.done(&first, hf, &HINTS);
+            st.done(&first, hf);
         }
         assert!(st.waiting_entries() < 4096, "{}", st.waiting_entries());
         assert_eq!(st.len(), 1);
