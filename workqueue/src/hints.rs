@@ -178,7 +178,10 @@ impl<T> Hints<T> {
         }
         let guard = self.slot(hash)?.load();
         let hint = guard.as_ref()?;
-        if hint.hash != hash || hint.state.load(Ordering::SeqCst) != IDLE || hint.item.borrow() != item {
+        if hint.hash != hash
+            || hint.state.load(Ordering::SeqCst) != IDLE
+            || hint.item.borrow() != item
+        {
             return None;
         }
         hint.set(QUEUED);
@@ -237,7 +240,10 @@ mod tests {
         let again = hints.reclaim("a", h).unwrap();
         assert!(Arc::ptr_eq(&again, &a));
         assert!(hints.covers("a", h));
-        assert!(hints.reclaim("a", h).is_none(), "a live hint is not reclaimed twice");
+        assert!(
+            hints.reclaim("a", h).is_none(),
+            "a live hint is not reclaimed twice"
+        );
         // an idle hint gives its slot to the next hot item
         a.set(IDLE);
         hints.publish(&b);

@@ -156,14 +156,11 @@ fn look<T: Item>(
             (a, b) => a.or(b),
         };
         drop(locked);
-        match &shared.intake {
-            Some(intake) => {
-                intake.arm(deadline);
-                if intake.has_pending() || Some(intake.merges()) != merges {
-                    continue; // scheduled meanwhile: look again before sleeping
-                }
+        if let Some(intake) = &shared.intake {
+            intake.arm(deadline);
+            if intake.has_pending() || Some(intake.merges()) != merges {
+                continue; // scheduled meanwhile: look again before sleeping
             }
-            None => {}
         }
         // Sleep at least MIN_SLEEP: items due meanwhile are released
         // together (threads blocked in `get` release them on time).

@@ -126,6 +126,9 @@ impl<T: Item> Queue<T> {
 
     /// Adds an item (client-go `Add`): queued at the back unless already
     /// waiting; marked dirty if being processed; dropped after shutdown.
+    ///
+    /// Adding an item that is already waiting (the common case for a busy
+    /// object) takes no lock and writes no shared memory.
     #[inline]
     pub fn add(&self, item: T) {
         let hash = self.shared.hash(&item);

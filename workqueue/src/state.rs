@@ -5,13 +5,17 @@
 //!
 //! Layout, chosen for speed:
 //! - `queue` holds each waiting item once, with its hash, in FIFO order.
-//! - `waiting` is a hash table of absolute queue positions (8 bytes each),
-//!   not of items: a lookup compares against the item stored in `queue`, so
-//!   an added item is stored once, never cloned, and `pop` removes its
-//!   position without hashing or comparing items.
+//! - `waiting` is a hash table of (absolute queue position, hash) pairs,
+//!   not of items: a lookup compares against the item stored in `queue`,
+//!   so an added item is stored once and never cloned. `pop` does not touch
+//!   the table at all: an entry whose position is below `head` is stale; the
+//!   next add of the same hash reuses it, and stale entries are swept out
+//!   before the table would grow, so the table stays within twice the
+//!   largest number of waiting items.
 //! - `processing` holds a clone of each item handed out by `pop` (there are
 //!   usually as many as workers), with its dirty flag (added again while
-//!   being processed).
+//!   being processed) and the item's hint, if it is hot (see
+//!   [`crate::hints`]).
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
