@@ -132,38 +132,38 @@ fn look<T: Item>(
     shared: &Shared<T>,
     next_metrics: &mut Option<Instant>,
 ) -> Option<Option<Duration>> {
-    loop {
-        if let Some(intake) = &shared.intake {
-            intake.wake();
-        }
-        let mut locked = shared.lock();
-        let merges = shared.intake.as_ref().map(|i| i.merges());
-        let inner = &mut *locked.guard;
-        if inner.state.is_shutting_down() {
-            inner.housekeeper_running = false;
-            return None;
-        }
-        let now = shared.clock.now();
-        if let Some(metrics) = &inner.metrics {
-            if next_metrics.is_none_or(|t| t <= now) {
-                metrics.update_unfinished_work();
-                *next_metrics = now.checked_add(UPDATE_PERIOD);
-            }
-        }
-        let next_due = inner.delay.as_ref().and_then(|d| d.next_due());
-        let deadline = match (next_due, inner.metrics.as_ref().and(*next_metrics)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        drop(locked);
-        if let Some(intake) = &shared.intake {
-            intake.arm(deadline);
-            if intake.has_pending() || Some(intake.merges()) != merges {
-                continue; // scheduled meanwhile: look again before sleeping
-            }
-        }
-        // Sleep at least MIN_SLEEP: items due meanwhile are released
-        // together (threads blocked in `get` release them on time).
-        return Some(deadline.map(|d| d.saturating_duration_since(now).max(MIN_SLEEP)));
+    if let Some(intake) = &shared.intake {
+        intake.wake();
     }
+    let mut locked = shared.lock();
+    let merges = shared.intake.as_ref().map(|i| i.merges());
+    let inner = &mut *locked.guard;
+    if inner.state.is_shutting_down() {
+        inner.housekeeper_running = false;
+        return None;
+    }
+    let now = shared.clock.now();
+    if let Some(metrics) = &inner.metrics {
+        if next_metrics.is_none_or(|t| t <= now) {
+            metrics.update_unfinished_work();
+            *next_metrics = now.checked_add(UPDATE_PERIOD);
+        }
+    }
+    let next_due = inner.delay.as_ref().and_then(|d| d.next_due());
+    let deadline = match (next_due, inner.metrics.as_ref().and(*next_metrics)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    drop(locked);
+    if let Some(intake) = &shared.intake {
+        intake.arm(deadline);
+        if intake.has_pending() || Some(intake.merges()) != merges {
+            // Scheduled meanwhile, maybe before the deadline: look again
+            // soon (not at once: producers may be busy).
+            return Some(Some(MIN_SLEEP));
+        }
+    }
+    // Sleep at least MIN_SLEEP: items due meanwhile are released together
+    // (threads blocked in `get` release them on time by themselves).
+    Some(deadline.map(|d| d.saturating_duration_since(now).max(MIN_SLEEP)))
 }

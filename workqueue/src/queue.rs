@@ -241,7 +241,8 @@ impl<T: Item> Queue<T> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.shared.hash(item);
-        self.shared.lock().done(item, hash);
+        // No release of due items here: consumers release them at `get`.
+        self.shared.lock_only().done(item, hash);
     }
 
     /// Number of items waiting to be handed out (not those being processed
