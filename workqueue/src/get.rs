@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
@@ -17,30 +18,58 @@ use crate::queue::Queue;
 use crate::shared::Shared;
 use crate::Item;
 
+/// A parked consumer's registration: its place in the task list and
+/// whether it counts in `consumers_waiting`.
+#[derive(Default)]
+pub(crate) struct Parked {
+    id: Option<u64>,
+    counted: bool,
+}
+
 /// One poll for an item: take one, or report shutdown, or park.
 fn poll_item<T: Item>(
     shared: &Shared<T>,
-    id: &mut Option<u64>,
+    parked: &mut Parked,
     cx: &mut Context<'_>,
 ) -> Poll<Option<T>> {
     let mut locked = shared.lock();
-    let result = match locked.pop() {
-        Some(item) => Some(item),
-        None if locked.guard.state.is_shutting_down() => None,
-        None => {
-            locked.guard.waiters.tasks.register(id, cx.waker());
-            return Poll::Pending;
+    let result = loop {
+        match locked.pop() {
+            Some(item) => break Some(item),
+            None if locked.guard.state.is_shutting_down() => break None,
+            None => {}
         }
+        if !parked.counted {
+            // Announce the sleep, then look for claims (see `try_add_hot`).
+            shared.consumers_waiting.fetch_add(1, Ordering::SeqCst);
+            parked.counted = true;
+        }
+        if shared.claims.has_pending() {
+            locked.merge_claims();
+            continue;
+        }
+        locked
+            .guard
+            .waiters
+            .tasks
+            .register(&mut parked.id, cx.waker());
+        return Poll::Pending;
     };
-    if let Some(registration) = id.take() {
+    if let Some(registration) = parked.id.take() {
         locked.guard.waiters.tasks.remove(registration);
+    }
+    if std::mem::take(&mut parked.counted) {
+        shared.consumers_waiting.fetch_sub(1, Ordering::SeqCst);
     }
     Poll::Ready(result)
 }
 
 /// Drops a parked registration; passes a wake-up on if this task had one.
-fn cancel<T: Item>(shared: &Shared<T>, id: &mut Option<u64>) {
-    let Some(registration) = id.take() else {
+fn cancel<T: Item>(shared: &Shared<T>, parked: &mut Parked) {
+    if std::mem::take(&mut parked.counted) {
+        shared.consumers_waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+    let Some(registration) = parked.id.take() else {
         return;
     };
     let mut locked = shared.lock();
@@ -56,12 +85,15 @@ fn cancel<T: Item>(shared: &Shared<T>, id: &mut Option<u64>) {
 #[must_use = "futures do nothing unless polled"]
 pub struct Get<'a, T: Item> {
     shared: &'a Shared<T>,
-    id: Option<u64>,
+    parked: Parked,
 }
 
 impl<'a, T: Item> Get<'a, T> {
     pub(crate) fn new(shared: &'a Shared<T>) -> Self {
-        Self { shared, id: None }
+        Self {
+            shared,
+            parked: Parked::default(),
+        }
     }
 }
 
@@ -70,13 +102,13 @@ impl<T: Item> Future for Get<'_, T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        poll_item(this.shared, &mut this.id, cx)
+        poll_item(this.shared, &mut this.parked, cx)
     }
 }
 
 impl<T: Item> Drop for Get<'_, T> {
     fn drop(&mut self) {
-        cancel(self.shared, &mut self.id);
+        cancel(self.shared, &mut self.parked);
     }
 }
 
@@ -85,12 +117,15 @@ impl<T: Item> Drop for Get<'_, T> {
 #[must_use = "streams do nothing unless polled"]
 pub struct ItemStream<T: Item> {
     queue: Queue<T>,
-    id: Option<u64>,
+    parked: Parked,
 }
 
 impl<T: Item> ItemStream<T> {
     pub(crate) fn new(queue: Queue<T>) -> Self {
-        Self { queue, id: None }
+        Self {
+            queue,
+            parked: Parked::default(),
+        }
     }
 }
 
@@ -99,13 +134,13 @@ impl<T: Item> Stream for ItemStream<T> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        poll_item(&this.queue.shared, &mut this.id, cx)
+        poll_item(&this.queue.shared, &mut this.parked, cx)
     }
 }
 
 impl<T: Item> Drop for ItemStream<T> {
     fn drop(&mut self) {
-        cancel(&self.queue.shared, &mut self.id);
+        cancel(&self.queue.shared, &mut self.parked);
     }
 }
 

@@ -41,6 +41,70 @@ pub(crate) const DIRTY: u8 = 2;
 /// Being processed, not dirty.
 pub(crate) const PROCESSING: u8 = 3;
 
+/// What a lock-free add of a hot item did.
+pub(crate) enum HotAdd<T> {
+    /// Nothing more to do (it was waiting or dirty, or is now dirty).
+    Done,
+    /// The item was gone and is now claimed (`QUEUED`): the caller must
+    /// hand the hint to [`Claims`], merged into the queue under the lock.
+    Claimed(Arc<Hint<T>>),
+    /// Take the locked path.
+    Locked,
+}
+
+/// What the locked path found for an item that is neither waiting nor
+/// being processed.
+pub(crate) enum Reclaim<T> {
+    /// Its idle hint, now `QUEUED`, to attach to the new entry.
+    Hint(Arc<Hint<T>>),
+    /// A lock-free add claimed it a moment ago: it is as good as queued.
+    Claimed,
+    /// No hint.
+    None,
+}
+
+/// Hot items re-added without the lock, waiting to be merged into the
+/// queue (under the lock, by the next locked operation, in claim order).
+/// Holds at most one entry per claimed hint.
+pub(crate) struct Claims<T> {
+    buf: parking_lot::Mutex<Vec<Arc<Hint<T>>>>,
+    pending: AtomicUsize,
+}
+
+impl<T> Default for Claims<T> {
+    fn default() -> Self {
+        Self {
+            buf: parking_lot::Mutex::new(Vec::new()),
+            pending: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl<T> Claims<T> {
+    /// Hands over a claimed hint.
+    pub(crate) fn push(&self, hint: Arc<Hint<T>>) {
+        let mut buf = self.buf.lock();
+        buf.push(hint);
+        if buf.len() == 1 {
+            // Stays set while the buffer is not empty (see `Intake::push`).
+            self.pending.store(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether claims wait to be merged.
+    #[inline]
+    pub(crate) fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) > 0
+    }
+
+    /// Moves the claims into `out` (which should be empty).
+    pub(crate) fn take_into(&self, out: &mut Vec<Arc<Hint<T>>>) {
+        let mut buf = self.buf.lock();
+        std::mem::swap(&mut *buf, out);
+        self.pending.store(0, Ordering::SeqCst);
+    }
+}
+
 /// A published copy of a hot item and its state.
 pub(crate) struct Hint<T> {
     item: T,
@@ -55,6 +119,16 @@ impl<T> Hint<T> {
             hash,
             state: AtomicU8::new(state),
         })
+    }
+
+    /// The item.
+    pub(crate) fn item(&self) -> &T {
+        &self.item
+    }
+
+    /// The item's hash.
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
     }
 
     /// Sets the state (queue lock held).
@@ -111,40 +185,44 @@ impl<T> Hints<T> {
         self.slots.get((hash >> 52) as usize & (SLOTS - 1))
     }
 
-    /// Adds `item` without the lock if it is hot: true if it is waiting or
-    /// dirty (nothing to do) or was being processed and is now marked dirty
-    /// (only when `may_mark`). False: take the locked path.
+    /// Adds `item` without the lock if it is hot: done if it is waiting or
+    /// dirty (nothing to do) or was being processed and is now marked
+    /// dirty; claimed if it was gone (both only when `may_write`).
     #[inline]
-    pub(crate) fn try_add<Q>(&self, item: &Q, hash: u64, may_mark: bool) -> bool
+    pub(crate) fn try_add<Q>(&self, item: &Q, hash: u64, may_write: bool) -> HotAdd<T>
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         if self.published.load(Ordering::Relaxed) == 0 {
-            return false;
+            return HotAdd::Locked;
         }
         let Some(slot) = self.slot(hash) else {
-            return false;
+            return HotAdd::Locked;
         };
         let guard = slot.load();
         let Some(hint) = &*guard else {
-            return false;
+            return HotAdd::Locked;
         };
         if hint.hash != hash || hint.item.borrow() != item {
-            return false;
+            return HotAdd::Locked;
         }
-        match hint.state.load(Ordering::SeqCst) {
-            QUEUED | DIRTY => true,
-            PROCESSING if may_mark => match hint.state.compare_exchange(
-                PROCESSING,
-                DIRTY,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => true,
-                Err(now) => now == QUEUED || now == DIRTY,
-            },
-            _ => false,
+        let mut state = hint.state.load(Ordering::SeqCst);
+        loop {
+            let next = match state {
+                QUEUED | DIRTY => return HotAdd::Done,
+                PROCESSING if may_write => DIRTY,
+                IDLE if may_write => QUEUED,
+                _ => return HotAdd::Locked,
+            };
+            match hint
+                .state
+                .compare_exchange(state, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) if next == QUEUED => return HotAdd::Claimed(Arc::clone(hint)),
+                Ok(_) => return HotAdd::Done,
+                Err(now) => state = now,
+            }
         }
     }
 
@@ -168,24 +246,34 @@ impl<T> Hints<T> {
     /// The published, idle hint of `item`, now `QUEUED` again: an item
     /// that comes back after it left the queue reuses its hint (queue lock
     /// held).
-    pub(crate) fn reclaim<Q>(&self, item: &Q, hash: u64) -> Option<Arc<Hint<T>>>
+    pub(crate) fn reclaim<Q>(&self, item: &Q, hash: u64) -> Reclaim<T>
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
         if self.published.load(Ordering::Relaxed) == 0 {
-            return None;
+            return Reclaim::None;
         }
-        let guard = self.slot(hash)?.load();
-        let hint = guard.as_ref()?;
-        if hint.hash != hash
-            || hint.state.load(Ordering::SeqCst) != IDLE
-            || hint.item.borrow() != item
+        let Some(slot) = self.slot(hash) else {
+            return Reclaim::None;
+        };
+        let guard = slot.load();
+        let Some(hint) = guard.as_ref() else {
+            return Reclaim::None;
+        };
+        if hint.hash != hash || hint.item.borrow() != item {
+            return Reclaim::None;
+        }
+        match hint
+            .state
+            .compare_exchange(IDLE, QUEUED, Ordering::SeqCst, Ordering::SeqCst)
         {
-            return None;
+            Ok(_) => Reclaim::Hint(Arc::clone(hint)),
+            // Only a lock-free add moves a hint away from IDLE without the
+            // lock: it claimed the item and will hand it over.
+            Err(QUEUED) => Reclaim::Claimed,
+            Err(_) => Reclaim::None,
         }
-        hint.set(QUEUED);
-        Some(Arc::clone(hint))
     }
 }
 
@@ -199,7 +287,7 @@ mod tests {
             T: Borrow<Q>,
             Q: ?Sized + Eq,
         {
-            self.try_add(item, hash, false)
+            matches!(self.try_add(item, hash, false), HotAdd::Done)
         }
     }
 
@@ -219,8 +307,8 @@ mod tests {
         assert!(hints.covers("a", h));
         // processing: marked dirty without the lock, only when allowed
         a.set(PROCESSING);
-        assert!(!hints.try_add("a", h, false));
-        assert!(hints.try_add("a", h, true));
+        assert!(matches!(hints.try_add("a", h, false), HotAdd::Locked));
+        assert!(matches!(hints.try_add("a", h, true), HotAdd::Done));
         assert_eq!(a.state.load(Ordering::SeqCst), DIRTY);
         assert!(a.finish());
         assert_eq!(a.state.load(Ordering::SeqCst), QUEUED);
@@ -236,14 +324,23 @@ mod tests {
         // gone: idle, still published, reclaimed by the next add of "a"
         a.set(IDLE);
         assert!(!hints.covers("a", h));
-        assert!(hints.reclaim("b", h).is_none());
-        let again = hints.reclaim("a", h).unwrap();
+        assert!(matches!(hints.reclaim("b", h), Reclaim::None));
+        let Reclaim::Hint(again) = hints.reclaim("a", h) else {
+            panic!("not reclaimed")
+        };
         assert!(Arc::ptr_eq(&again, &a));
         assert!(hints.covers("a", h));
         assert!(
-            hints.reclaim("a", h).is_none(),
+            matches!(hints.reclaim("a", h), Reclaim::Claimed),
             "a live hint is not reclaimed twice"
         );
+        // a gone item is claimed by a lock-free add
+        a.set(IDLE);
+        let HotAdd::Claimed(claimed) = hints.try_add("a", h, true) else {
+            panic!("not claimed")
+        };
+        assert!(Arc::ptr_eq(&claimed, &a));
+        assert!(matches!(hints.try_add("a", h, true), HotAdd::Done));
         // an idle hint gives its slot to the next hot item
         a.set(IDLE);
         hints.publish(&b);

@@ -17,6 +17,7 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -197,6 +198,14 @@ impl<T: Item> Queue<T> {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            // Announce the sleep, then look for claims (see `try_add_hot`).
+            let waiting = &self.shared.consumers_waiting;
+            waiting.fetch_add(1, Ordering::SeqCst);
+            if self.shared.claims.has_pending() {
+                waiting.fetch_sub(1, Ordering::SeqCst);
+                locked.merge_claims();
+                continue;
+            }
             locked.guard.waiters.sleeping += 1;
             match wake_at {
                 Some(at) => {
@@ -213,6 +222,8 @@ impl<T: Item> Queue<T> {
                 }
                 None => self.shared.items_cv.wait(&mut locked.guard),
             }
+            waiting.fetch_sub(1, Ordering::SeqCst);
+            locked.merge_claims();
             locked.release_due();
         }
     }

@@ -7,7 +7,7 @@
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
@@ -17,7 +17,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::delay::DelayHeap;
-use crate::hints::Hints;
+use crate::hints::{Claims, Hint, Hints, HotAdd};
 use crate::housekeeper::Signal;
 use crate::intake::{Incoming, Intake};
 use crate::metrics::recorder::Recorder;
@@ -60,6 +60,12 @@ pub(crate) struct Shared<T> {
     hasher: DefaultHashBuilder,
     /// Lock-free answers for adds of hot items.
     pub(crate) hints: Hints<T>,
+    /// Hot items re-added without the lock, not merged yet.
+    pub(crate) claims: Padded<Claims<T>>,
+    /// Consumers (threads and tasks) that may be asleep; an over-estimate.
+    /// A lock-free add that leaves a claim takes the lock to wake one when
+    /// this is not zero.
+    pub(crate) consumers_waiting: AtomicUsize,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) name: String,
     /// The background thread's signal, for queues that may have one.
@@ -109,6 +115,8 @@ impl<T: Item> Shared<T> {
             drain_cv: Condvar::new(),
             hasher: DefaultHashBuilder::default(),
             hints: Hints::default(),
+            claims: Padded(Claims::default()),
+            consumers_waiting: AtomicUsize::new(0),
             clock,
             name,
             signal,
@@ -130,8 +138,20 @@ impl<T: Item> Shared<T> {
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let may_mark = !self.has_metrics && !self.shutting_down.load(Ordering::SeqCst);
-        self.hints.try_add(item, hash, may_mark)
+        let may_write = !self.has_metrics && !self.shutting_down.load(Ordering::SeqCst);
+        match self.hints.try_add(item, hash, may_write) {
+            HotAdd::Done => true,
+            HotAdd::Locked => false,
+            HotAdd::Claimed(hint) => {
+                self.claims.push(hint);
+                // Either a consumer about to sleep sees the claim, or we
+                // see it (both sides use SeqCst) and wake it.
+                if self.consumers_waiting.load(Ordering::SeqCst) > 0 {
+                    drop(self.lock());
+                }
+                true
+            }
+        }
     }
 
     /// The hash of an item, as every table of this queue computes it.
@@ -140,10 +160,12 @@ impl<T: Item> Shared<T> {
         self.hasher.hash_one(item)
     }
 
-    /// Locks the queue, releasing delayed items that are due.
+    /// Locks the queue, merging the claims of lock-free adds and releasing
+    /// delayed items that are due.
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T> {
         let mut locked = self.lock_only();
+        locked.merge_claims();
         locked.release_due();
         locked
     }
@@ -267,6 +289,22 @@ impl<T: Item> Locked<'_, T> {
                 .wake_drainers(&self.shared.drain_cv, &mut self.wakers);
         }
         outcome
+    }
+
+    /// Queues the items that lock-free adds claimed.
+    #[inline]
+    pub(crate) fn merge_claims(&mut self) {
+        if !self.shared.claims.has_pending() {
+            return;
+        }
+        let mut batch: Vec<Arc<Hint<T>>> = Vec::new();
+        self.shared.claims.take_into(&mut batch);
+        for hint in batch {
+            let outcome = self.guard.state.add_claimed(hint, &self.shared.hints);
+            if outcome == crate::state::AddOutcome::Queued {
+                self.wake_one();
+            }
+        }
     }
 
     /// Merges the intake into the heap.

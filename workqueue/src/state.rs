@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::hints::{Hint, Hints, DIRTY, PROCESSING, QUEUED};
+use crate::hints::{Hint, Hints, Reclaim, DIRTY, IDLE, PROCESSING, QUEUED};
 
 /// Above this many slots an emptied queue gives its memory back.
 const SHRINK_ABOVE: usize = 64 * 1024;
@@ -111,11 +111,17 @@ impl<T: Eq + Clone> State<T> {
         }
         match self.settle(&item, hash, hints) {
             Some(outcome) => outcome,
-            None => {
-                let hint = hints.reclaim(&item, hash);
-                self.push(item, hash, hint);
-                AddOutcome::Queued
-            }
+            None => match hints.reclaim(&item, hash) {
+                Reclaim::Claimed => AddOutcome::AlreadyQueued,
+                Reclaim::Hint(hint) => {
+                    self.push(item, hash, Some(hint));
+                    AddOutcome::Queued
+                }
+                Reclaim::None => {
+                    self.push(item, hash, None);
+                    AddOutcome::Queued
+                }
+            },
         }
     }
 
@@ -130,9 +136,38 @@ impl<T: Eq + Clone> State<T> {
         }
         match self.settle(item, hash, hints) {
             Some(outcome) => outcome,
+            None => match hints.reclaim(item, hash) {
+                Reclaim::Claimed => AddOutcome::AlreadyQueued,
+                Reclaim::Hint(hint) => {
+                    self.push(item.to_owned(), hash, Some(hint));
+                    AddOutcome::Queued
+                }
+                Reclaim::None => {
+                    self.push(item.to_owned(), hash, None);
+                    AddOutcome::Queued
+                }
+            },
+        }
+    }
+
+    /// Applies an add that claimed the idle `hint` without the lock (it is
+    /// `QUEUED`): queues the item with its hint, or, if the item is in the
+    /// queue already (its hint had been replaced meanwhile), adds it the
+    /// usual way and leaves the claimed hint idle.
+    pub(crate) fn add_claimed(&mut self, hint: Arc<Hint<T>>, hints: &Hints<T>) -> AddOutcome {
+        let hash = hint.hash();
+        if self.shutting_down {
+            hint.set(IDLE);
+            return AddOutcome::ShuttingDown;
+        }
+        match self.settle(hint.item(), hash, hints) {
+            Some(outcome) => {
+                hint.set(IDLE);
+                outcome
+            }
             None => {
-                let hint = hints.reclaim(item, hash);
-                self.push(item.to_owned(), hash, hint);
+                let item = hint.item().clone();
+                self.push(item, hash, Some(hint));
                 AddOutcome::Queued
             }
         }
