@@ -2,26 +2,38 @@
 //!
 //! When an add finds its item already waiting or being processed, the item
 //! is hot and gets a [`Hint`]: a shared copy of the item with an atomic
-//! state that mirrors the queue's: `QUEUED` (waiting), `PROCESSING` (handed
-//! out, not dirty), `DIRTY` (handed out and to be queued again on `done`)
-//! or `IDLE` (gone). Hints are published in a small fixed table indexed by
-//! hash. An add first looks there: if it finds its own item `QUEUED` or
-//! `DIRTY`, the add changes nothing, so it returns without taking the queue
-//! lock and without writing to shared memory; if it finds it `PROCESSING`,
-//! it marks it `DIRTY` with one compare-and-swap, and `done` (which swaps
-//! `PROCESSING` for `IDLE` under the lock) sees that and queues it again.
+//! state that mirrors the queue's: `QUEUED` (waiting, or claimed: see
+//! below), `PROCESSING` (handed out, not dirty), `DIRTY` (handed out and to
+//! be queued again on `done`) or `IDLE` (gone). Hints are published in a
+//! small fixed table indexed by hash. An add first looks there, for its own
+//! item:
+//! - `QUEUED` or `DIRTY`: the add changes nothing; it returns without the
+//!   queue lock and without writing to shared memory;
+//! - `PROCESSING`: it marks it `DIRTY` with one compare-and-swap; `done`
+//!   (which swaps `PROCESSING` for `IDLE` under the lock) sees that and
+//!   queues the item again;
+//! - `IDLE`: it claims the item (`IDLE` to `QUEUED`) and hands the hint to
+//!   [`Claims`]; the next locked operation (every one merges claims first)
+//!   queues it. A consumer about to sleep announces it in
+//!   `consumers_waiting`, then looks for claims; a claiming add looks at
+//!   `consumers_waiting` after handing its claim over and, if anyone may
+//!   sleep, takes the lock to wake them. Both sides use sequentially
+//!   consistent operations, so one of them always sees the other.
 //!
-//! Every state change happens under the queue lock, at the same time as
-//! the change it mirrors, with sequentially consistent stores; the fast
-//! path reads with a sequentially consistent load. So an add that returns
-//! early is ordered before the `get` that hands the item out next: whatever
-//! the adder wrote before `add` is visible to the worker that processes
-//! the item (the stress test checks exactly this).
+//! The lock holder changes states under the lock, with sequentially
+//! consistent operations, at the same time as the change they mirror; the
+//! fast path uses sequentially consistent loads and compare-and-swaps. So
+//! an add that returns early is ordered before the `get` that hands the
+//! item out next: whatever the adder wrote before `add` is visible to the
+//! worker that processes the item (the stress test checks exactly this).
+//! The fast path writes only when no metrics are recorded (they count such
+//! adds) and before shutdown.
 //!
 //! The table holds at most [`SLOTS`] hints. A hint stays published (idle)
 //! after its item leaves the queue, so that the item, if it comes back,
 //! reuses it; it is replaced by the next hot item of its slot. So the
-//! table keeps copies of at most [`SLOTS`] recently hot items.
+//! table keeps copies of at most [`SLOTS`] recently hot items, and the
+//! claims buffer at most one entry per hint.
 
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
