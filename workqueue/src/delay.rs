@@ -3,11 +3,11 @@
 //! heap entries made stale by an earlier reschedule are skipped when they
 //! surface, and the heap is rebuilt when they outnumber live ones.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use hashbrown::HashTable;
+
+use crate::quad_heap::QuadHeap;
 
 /// A scheduled item.
 struct Scheduled<T> {
@@ -20,13 +20,13 @@ struct Scheduled<T> {
 
 /// A heap entry: due time, then scheduling order, then the item's hash
 /// (24 bytes: small entries make the heap fast).
-type Entry = Reverse<(u64, u64, u64)>;
+type Entry = (u64, u64, u64);
 
 /// Scheduled items; see the module documentation.
 pub(crate) struct DelayHeap<T> {
     /// Times are kept as nanoseconds since this instant.
     origin: Instant,
-    heap: BinaryHeap<Entry>,
+    heap: QuadHeap<Entry>,
     table: HashTable<Scheduled<T>>,
     next_seq: u64,
 }
@@ -36,7 +36,7 @@ impl<T: Eq> DelayHeap<T> {
     pub(crate) fn new(origin: Instant) -> Self {
         Self {
             origin,
-            heap: BinaryHeap::new(),
+            heap: QuadHeap::default(),
             table: HashTable::new(),
             next_seq: 0,
         }
@@ -71,7 +71,7 @@ impl<T: Eq> DelayHeap<T> {
             }
         }
         self.next_seq += 1;
-        self.heap.push(Reverse((due, seq, hash)));
+        self.heap.push((due, seq, hash));
         if self.heap.len() > 2 * self.table.len() + 1024 {
             self.rebuild();
         }
@@ -81,7 +81,7 @@ impl<T: Eq> DelayHeap<T> {
     /// Takes the earliest item due at `now`, if any.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(T, u64)> {
         let now = self.nanos(now);
-        while let Some(Reverse((due, seq, hash))) = self.heap.peek().copied() {
+        while let Some((due, seq, hash)) = self.heap.peek().copied() {
             if due > now {
                 return None;
             }
@@ -97,7 +97,7 @@ impl<T: Eq> DelayHeap<T> {
     /// The earliest due time (possibly of a stale entry, which is earlier
     /// than any live one and harmless: the timer just looks again).
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        let Reverse((due, _, _)) = self.heap.peek()?;
+        let (due, _, _) = self.heap.peek()?;
         Some(crate::clock::saturating_add(
             self.origin,
             std::time::Duration::from_nanos(*due),
@@ -111,16 +111,13 @@ impl<T: Eq> DelayHeap<T> {
 
     /// Forgets every scheduled item (shutdown).
     pub(crate) fn clear(&mut self) {
-        self.heap = BinaryHeap::new();
+        self.heap.clear();
         self.table = HashTable::new();
     }
 
     fn rebuild(&mut self) {
-        self.heap = self
-            .table
-            .iter()
-            .map(|s| Reverse((s.due, s.seq, s.hash)))
-            .collect();
+        let entries: Vec<Entry> = self.table.iter().map(|s| (s.due, s.seq, s.hash)).collect();
+        self.heap.rebuild(entries.into_iter());
     }
 }
 

@@ -64,6 +64,7 @@ mod housekeeper;
 mod intake;
 pub mod metrics;
 mod parallelize;
+mod quad_heap;
 mod queue;
 pub mod rate_limiter;
 mod rate_limiting;
