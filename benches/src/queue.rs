@@ -10,6 +10,7 @@
 //! | `workers-N` | 2 producers add 1,000,000 distinct keys, N workers get and done |
 //! | `rate-limited` | `add_rate_limited` + `forget` cycles on 10,000 keys, default controller limiter |
 //! | `delayed` | 100,000 `add_after` with random 0–10 ms delays; lateness at `get` |
+//! | `delayed-paced` | the same, 20,000 calls at 100,000 a second: timer precision |
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread;
@@ -68,7 +69,10 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
         rate_limited(report);
     }
     if run("delayed") {
-        delayed(report)?;
+        delayed(report, "delayed", 100_000, None)?;
+    }
+    if run("delayed-paced") {
+        delayed(report, "delayed-paced", 20_000, Some(100_000))?;
     }
     Ok(())
 }
@@ -328,24 +332,26 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-fn delayed(report: &mut Report) -> Result<(), String> {
-    const N: usize = 100_000;
+/// `n` add_after calls with random 0–10 ms delays, as fast as possible or
+/// at `rate` calls a second (`delayed-paced`: the timer's precision when
+/// the consumer is not the bottleneck).
+fn delayed(report: &mut Report, scenario: &str, n: usize, rate: Option<u64>) -> Result<(), String> {
     const MAX_DELAY_NANOS: u64 = 10_000_000;
-    let input = keys(N);
+    let input = keys(n);
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
-    let delays: Vec<Duration> = (0..N)
+    let delays: Vec<Duration> = (0..n)
         .map(|_| Duration::from_nanos(rng.next() % (MAX_DELAY_NANOS + 1)))
         .collect();
     let queue: DelayingQueue<String> = DelayingQueue::new();
     let base = Instant::now();
-    let due: Vec<AtomicU64> = (0..N).map(|_| AtomicU64::new(0)).collect();
-    let mut lateness_ms: Vec<f64> = Vec::with_capacity(N);
+    let due: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let mut lateness_ms: Vec<f64> = Vec::with_capacity(n);
     let mut add_secs = 0.0;
     let mut drain_secs = 0.0;
     thread::scope(|s| {
         let consumer = s.spawn(|| {
-            let mut late = Vec::with_capacity(N);
-            while late.len() < N {
+            let mut late = Vec::with_capacity(n);
+            while late.len() < n {
                 let Some(k) = queue.get() else { break };
                 let now = base.elapsed().as_nanos() as f64;
                 if let Some(i) = index_of(&k) {
@@ -358,6 +364,12 @@ fn delayed(report: &mut Report) -> Result<(), String> {
         });
         let start = Instant::now();
         for (i, (k, d)) in input.into_iter().zip(&delays).enumerate() {
+            if let Some(rate) = rate {
+                let slot = Duration::from_nanos(i as u64 * 1_000_000_000 / rate);
+                while start.elapsed() < slot {
+                    std::hint::spin_loop();
+                }
+            }
             let at = base.elapsed() + *d;
             due[i].store(at.as_nanos() as u64, Ordering::Relaxed);
             queue.add_after(k, *d);
@@ -369,23 +381,26 @@ fn delayed(report: &mut Report) -> Result<(), String> {
         }
     });
     queue.shut_down();
-    if lateness_ms.len() != N {
-        return Err(format!("delayed: got {} of {N} items", lateness_ms.len()));
+    if lateness_ms.len() != n {
+        return Err(format!(
+            "{scenario}: got {} of {n} items",
+            lateness_ms.len()
+        ));
     }
     lateness_ms.sort_by(f64::total_cmp);
 
-    let input = keys(N);
+    let input = keys(n);
     let (tx, rx) = crossbeam_channel::unbounded::<String>();
     let start = Instant::now();
     for k in input {
         let _ = tx.send(k);
     }
-    let reference = per_sec(N, start.elapsed().as_secs_f64());
+    let reference = per_sec(n, start.elapsed().as_secs_f64());
     drop(rx);
-    let add_after_per_sec = per_sec(N, add_secs);
+    let add_after_per_sec = per_sec(n, add_secs);
     report.row(row([
-        ("scenario", json!("delayed")),
-        ("items", json!(N)),
+        ("scenario", json!(scenario)),
+        ("items", json!(n)),
         ("seconds", json!(add_secs)),
         ("items_per_sec", json!(add_after_per_sec)),
         ("reference_items_per_sec", json!(reference)),
