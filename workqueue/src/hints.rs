@@ -37,12 +37,14 @@
 
 use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwapOption;
 
 /// Slots of the hint table (a power of two).
-pub(crate) const SLOTS: usize = 4096;
+/// Large enough that a thousand hot keys rarely share a slot (about 3% do);
+/// allocated (128 KiB) when the first hint is published.
+pub(crate) const SLOTS: usize = 16384;
 
 /// Gone from the queue: an add must take the lock.
 pub(crate) const IDLE: u8 = 0;
@@ -176,7 +178,7 @@ impl<T> Hint<T> {
 
 /// The table of published hints.
 pub(crate) struct Hints<T> {
-    slots: Box<[ArcSwapOption<Hint<T>>]>,
+    slots: OnceLock<Box<[ArcSwapOption<Hint<T>>]>>,
     /// Number of occupied slots; the fast path is skipped while it is zero.
     published: AtomicUsize,
 }
@@ -184,7 +186,7 @@ pub(crate) struct Hints<T> {
 impl<T> Default for Hints<T> {
     fn default() -> Self {
         Self {
-            slots: (0..SLOTS).map(|_| ArcSwapOption::empty()).collect(),
+            slots: OnceLock::new(),
             published: AtomicUsize::new(0),
         }
     }
@@ -194,7 +196,7 @@ impl<T> Hints<T> {
     #[inline]
     fn slot(&self, hash: u64) -> Option<&ArcSwapOption<Hint<T>>> {
         // The top bits: hashbrown uses the low ones for its buckets.
-        self.slots.get((hash >> 52) as usize & (SLOTS - 1))
+        self.slots.get()?.get((hash >> 50) as usize & (SLOTS - 1))
     }
 
     /// Adds `item` without the lock if it is hot: done if it is waiting or
@@ -241,6 +243,8 @@ impl<T> Hints<T> {
     /// Publishes `hint` unless its slot holds another live hint (queue lock
     /// held: all writers of the table hold it).
     pub(crate) fn publish(&self, hint: &Arc<Hint<T>>) {
+        self.slots
+            .get_or_init(|| (0..SLOTS).map(|_| ArcSwapOption::empty()).collect());
         let Some(slot) = self.slot(hint.hash) else {
             return;
         };
