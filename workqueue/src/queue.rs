@@ -252,8 +252,11 @@ impl<T: Item> Queue<T> {
         Q: ?Sized + Hash + Eq,
     {
         let hash = self.shared.hash(item);
-        // No release of due items here: consumers release them at `get`.
-        self.shared.lock_only().done(item, hash);
+        // Claims first (an add claimed earlier stays ahead of a requeue);
+        // no release of due items here: consumers release them at `get`.
+        let mut locked = self.shared.lock_only();
+        locked.merge_claims();
+        locked.done(item, hash);
     }
 
     /// Number of items waiting to be handed out (not those being processed
