@@ -224,3 +224,30 @@ fn wq5_same_item_scheduled_twice_keeps_the_earlier_time() {
     assert_eq!(queue.try_get(), TryGet::Empty);
     assert_eq!(queue.scheduled_len(), 0);
 }
+
+/// WQ1 with the lock-free path: an add of a hot item that returned without
+/// the lock stays ahead of everything queued after it (a requeue on `done`,
+/// a plain add), and the queue counts it at once.
+#[test]
+fn wq1_fifo_by_first_add_across_lock_free_adds() {
+    let queue: kcontrol_workqueue::Queue<String> = kcontrol_workqueue::Queue::new();
+    let (x, y, z) = ("x".to_owned(), "y".to_owned(), "z".to_owned());
+    // make x hot, then gone: its hint stays published, idle
+    queue.add(x.clone());
+    queue.add(x.clone());
+    let got = queue.get().unwrap();
+    queue.done(&got);
+    // y is processed and dirty
+    queue.add(y.clone());
+    let got_y = queue.get().unwrap();
+    queue.add(y.clone());
+    queue.add(y.clone());
+    // x comes back (lock-free claim), then y's done requeues y, then z
+    queue.add_ref("x");
+    queue.done(&got_y);
+    queue.add(z.clone());
+    assert_eq!(queue.len(), 3);
+    assert_eq!(queue.try_get(), TryGet::Item(x));
+    assert_eq!(queue.try_get(), TryGet::Item(y));
+    assert_eq!(queue.try_get(), TryGet::Item(z));
+}
