@@ -3,11 +3,15 @@
 //! item scheduled twice keeps the earlier time; scheduled items are dropped
 //! at shutdown.
 //!
-//! Due items are moved into the queue by a background thread of the queue
-//! (no tokio runtime needed; it sleeps until the next due time, is started
+//! `add_after` only drops the item into an intake (see [`crate::intake`]),
+//! so producers never wait for consumers. Scheduled items move into the
+//! queue when due: by the queue's background thread (no tokio runtime
+//! needed; it sleeps until the next due time, at least 200 µs, is started
 //! by the first delayed add, and stops at shutdown or when the last handle
-//! is dropped) and, earlier still, by any queue operation that finds them
-//! due.
+//! is dropped), by threads blocked in `get` (they wake at the next due time
+//! themselves), and by any `add`, `get`, `try_get`, `len` or other
+//! operation except `done` that finds them due. A timer slower than the
+//! consumers is therefore never in the way of a blocking consumer.
 
 use std::fmt;
 use std::ops::Deref;

@@ -103,7 +103,7 @@ pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut boo
         }
         Err(err) => {
             // Retried at the next add_after; due items are still released
-            // by every queue operation.
+            // by blocked threads and by queue operations.
             tracing::error!(queue = %shared.name, error = %err, "cannot start the workqueue timer thread");
         }
     }

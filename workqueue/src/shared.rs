@@ -1,8 +1,10 @@
 //! What every handle of one queue shares: the locked [`Inner`] (queue state,
 //! waiters, scheduled items, metrics bookkeeping), the condition variables
-//! threads sleep on, the hasher, the clock, and the signal of the
+//! threads sleep on, the hasher, the clock, the hint table and claims of
+//! the lock-free path, the `add_after` intake, and the signal of the
 //! background thread. [`Locked`] is the lock guard through which every
-//! operation goes: it releases due delayed items first, and wakes parked
+//! locked operation goes: [`Shared::lock`] merges the claims of lock-free
+//! adds and releases due delayed items first, and the guard wakes parked
 //! tasks only after the lock is released.
 
 use std::borrow::Borrow;
