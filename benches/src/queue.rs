@@ -349,7 +349,7 @@ fn delayed(report: &mut Report, scenario: &str, n: usize, rate: Option<u64>) -> 
     let mut add_secs = 0.0;
     let mut drain_secs = 0.0;
     thread::scope(|s| {
-        let consumer = s.spawn(|| {
+        let consumer = thread::Builder::new().name("consumer".into()).spawn_scoped(s, || {
             let mut late = Vec::with_capacity(n);
             while late.len() < n {
                 let Some(k) = queue.get() else { break };
@@ -375,7 +375,7 @@ fn delayed(report: &mut Report, scenario: &str, n: usize, rate: Option<u64>) -> 
             queue.add_after(k, *d);
         }
         add_secs = start.elapsed().as_secs_f64();
-        if let Ok((late, end)) = consumer.join() {
+        if let Ok(Ok((late, end))) = consumer.map(|c| c.join()) {
             lateness_ms = late;
             drain_secs = end - start.duration_since(base).as_secs_f64();
         }
