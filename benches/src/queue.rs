@@ -349,19 +349,21 @@ fn delayed(report: &mut Report, scenario: &str, n: usize, rate: Option<u64>) -> 
     let mut add_secs = 0.0;
     let mut drain_secs = 0.0;
     thread::scope(|s| {
-        let consumer = thread::Builder::new().name("consumer".into()).spawn_scoped(s, || {
-            let mut late = Vec::with_capacity(n);
-            while late.len() < n {
-                let Some(k) = queue.get() else { break };
-                let now = base.elapsed().as_nanos() as f64;
-                if let Some(i) = index_of(&k) {
-                    let due = due[i].load(Ordering::Relaxed) as f64;
-                    late.push(((now - due) / 1e6).max(0.0));
+        let consumer = thread::Builder::new()
+            .name("consumer".into())
+            .spawn_scoped(s, || {
+                let mut late = Vec::with_capacity(n);
+                while late.len() < n {
+                    let Some(k) = queue.get() else { break };
+                    let now = base.elapsed().as_nanos() as f64;
+                    if let Some(i) = index_of(&k) {
+                        let due = due[i].load(Ordering::Relaxed) as f64;
+                        late.push(((now - due) / 1e6).max(0.0));
+                    }
+                    queue.done(&k);
                 }
-                queue.done(&k);
-            }
-            (late, base.elapsed().as_secs_f64())
-        });
+                (late, base.elapsed().as_secs_f64())
+            });
         let start = Instant::now();
         for (i, (k, d)) in input.into_iter().zip(&delays).enumerate() {
             if let Some(rate) = rate {

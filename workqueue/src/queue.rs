@@ -21,11 +21,16 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::MutexGuard;
+
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::get::{Drain, Get, ItemStream};
 use crate::shared::Shared;
 use crate::Item;
+
+/// Spins of a consumer that found the queue empty, before it sleeps.
+const SPINS: usize = 64;
 
 /// Result of a [`Queue::try_get`] or [`Queue::get_timeout`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,6 +189,7 @@ impl<T: Item> Queue<T> {
     /// next scheduled item is due, and moves it into the queue itself.
     fn get_until(&self, deadline: Option<Instant>) -> TryGet<T> {
         let mut locked = self.shared.lock();
+        let mut spun = false;
         loop {
             if let Some(item) = locked.pop() {
                 return TryGet::Item(item);
@@ -193,6 +199,25 @@ impl<T: Item> Queue<T> {
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return TryGet::Empty;
+            }
+            if !spun {
+                // Before sleeping (a futex round trip for us and for the
+                // producer that must wake us), let go of the lock briefly:
+                // producers often bring an item within a microsecond.
+                spun = true;
+                let shared = &self.shared;
+                MutexGuard::unlocked(&mut locked.guard, || {
+                    for _ in 0..SPINS {
+                        if shared.claims.has_pending() {
+                            return;
+                        }
+                        std::hint::spin_loop();
+                    }
+                    std::thread::yield_now();
+                });
+                locked.merge_claims();
+                locked.release_due();
+                continue;
             }
             let wake_at = match (locked.next_due_deadline(), deadline) {
                 (Some(a), Some(b)) => Some(a.min(b)),
