@@ -203,8 +203,12 @@ impl<T: Item> Queue<T> {
             if !spun {
                 // Before sleeping (a futex round trip for us and for the
                 // producer that must wake us), let go of the lock briefly:
-                // producers often bring an item within a microsecond.
+                // producers often bring an item within microseconds. With
+                // nothing scheduled, also yield the CPU once, to producers
+                // that share it; a consumer waiting for a due time does not
+                // (it would come back late).
                 spun = true;
+                let yield_once = locked.next_due_deadline().is_none();
                 let shared = &self.shared;
                 MutexGuard::unlocked(&mut locked.guard, || {
                     for _ in 0..SPINS {
@@ -213,7 +217,9 @@ impl<T: Item> Queue<T> {
                         }
                         std::hint::spin_loop();
                     }
-                    std::thread::yield_now();
+                    if yield_once {
+                        std::thread::yield_now();
+                    }
                 });
                 locked.merge_claims();
                 locked.release_due();
