@@ -5,6 +5,7 @@
 //! `--json`, one JSON object a line.
 
 mod fixtures;
+mod queue;
 mod report;
 mod rss;
 mod store;
@@ -26,6 +27,9 @@ enum Scenario {
     Fixtures,
     /// ThreadSafeStore: insert, update, get, by_index speed and memory per object.
     Store,
+    /// Work queue throughput: single thread, dedup, N workers, rate-limited
+    /// cycle, delayed items; each beside a channel carrying the same keys.
+    Queue,
 }
 
 /// kcontrol benchmark harness.
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
         Scenario::Store => store::bench(&mut report),
+        Scenario::Queue => queue::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
