@@ -11,13 +11,21 @@
 //! - [`sync`]: the sync handler, over a [`sync::Backend`];
 //! - [`handlers`]: what the informers' events put in the work queue;
 //! - [`artifacts`]: the CRD and example manifests, built in;
-//! - [`cli`]: flags, client configuration and exit codes.
+//! - [`cli`]: flags, client configuration and exit codes;
+//! - [`embedded`]: the `--embedded` demo's in-process server and progress;
+//! - [`backend`]: the sync handler's backend over listers and the API;
+//! - [`metrics`]: the `/metrics` endpoint;
+//! - [`signals`]: SIGINT / SIGTERM handling.
 
 pub mod artifacts;
+pub mod backend;
 pub mod cli;
 pub mod deployment;
+pub mod embedded;
 pub mod foo;
 pub mod handlers;
+pub mod metrics;
+pub mod signals;
 mod stats;
 pub mod sync;
 
