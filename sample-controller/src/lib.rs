@@ -11,6 +11,8 @@
 //! - [`sync`]: the sync handler, over a [`sync::Backend`];
 //! - [`handlers`]: what the informers' events put in the work queue;
 //! - [`artifacts`]: the CRD and example manifests, built in;
+//! - [`controller`]: informers, queue and workers put together;
+//! - [`app`]: the binary's `main`;
 //! - [`cli`]: flags, client configuration and exit codes;
 //! - [`embedded`]: the `--embedded` demo's in-process server and progress;
 //! - [`backend`]: the sync handler's backend over listers and the API;

@@ -1,3 +1,3 @@
-//! `sample-controller`: see `sample_controller::cli`.
+//! `sample-controller` (its main lands with the controller).
 
 fn main() {}
