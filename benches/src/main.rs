@@ -8,6 +8,7 @@ mod fixtures;
 mod report;
 mod rss;
 mod store;
+mod testserver;
 
 use std::process::ExitCode;
 
@@ -26,6 +27,8 @@ enum Scenario {
     Fixtures,
     /// ThreadSafeStore: insert, update, get, by_index speed and memory per object.
     Store,
+    /// The in-process API server: list MB/s, watch events/s, latency.
+    Testserver,
 }
 
 /// kcontrol benchmark harness.
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
         Scenario::Store => store::bench(&mut report),
+        Scenario::Testserver => testserver::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
