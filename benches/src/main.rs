@@ -9,6 +9,7 @@ mod queue;
 mod report;
 mod rss;
 mod store;
+mod testserver;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,8 @@ enum Scenario {
     /// Work queue throughput: single thread, dedup, N workers, rate-limited
     /// cycle, delayed items; each beside a channel carrying the same keys.
     Queue,
+    /// The in-process API server: list MB/s, watch events/s, latency.
+    Testserver,
 }
 
 /// kcontrol benchmark harness.
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Scenario::Fixtures => fixtures::bench(&mut report),
         Scenario::Store => store::bench(&mut report),
         Scenario::Queue => queue::bench(&mut report),
+        Scenario::Testserver => testserver::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
