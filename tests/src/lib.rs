@@ -229,3 +229,4 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
