@@ -128,10 +128,11 @@ fn decode<T: serde::de::DeserializeOwned>(objects: &Objects, resource: &str) -> 
 /// server's store (no HTTP request, so nothing is counted).
 pub fn progress(objects: &Objects) -> Progress {
     let foos: Vec<Foo> = decode(objects, "foos.samplecontroller.k8s.io");
-    let deployments: HashMap<String, Deployment> = decode::<Deployment>(objects, "deployments.apps")
-        .into_iter()
-        .map(|d| (d.metadata.name.clone().unwrap_or_default(), d))
-        .collect();
+    let deployments: HashMap<String, Deployment> =
+        decode::<Deployment>(objects, "deployments.apps")
+            .into_iter()
+            .map(|d| (d.metadata.name.clone().unwrap_or_default(), d))
+            .collect();
     let mut p = Progress {
         foos: foos.len(),
         ..Progress::default()

@@ -47,18 +47,66 @@ impl Collector for ControllerCollector {
         let s = self.counters.snapshot();
         let e = self.recorder.stats();
         let rows: [(&str, &str, u64); 12] = [
-            ("sample_controller_syncs", "Keys synced by a worker.", s.syncs),
-            ("sample_controller_sync_errors", "Syncs that failed and were re-queued.", s.sync_errors),
-            ("sample_controller_dropped_keys", "Keys dropped without retry.", s.dropped),
-            ("sample_controller_deployments_created", "Deployments created.", s.deployments_created),
-            ("sample_controller_deployments_updated", "Deployments whose replicas were updated.", s.deployments_updated),
-            ("sample_controller_status_updates", "Foo status writes.", s.status_updates),
-            ("sample_controller_events_recorded", "Events accepted by the recorder.", e.recorded),
-            ("sample_controller_events_dropped", "Events dropped because the recorder's buffer was full.", e.dropped),
-            ("sample_controller_events_filtered", "Events dropped by the per-object spam filter.", e.filtered),
-            ("sample_controller_events_created", "Events written as new Events.", e.created),
-            ("sample_controller_events_patched", "Repeated events written as count patches.", e.patched),
-            ("sample_controller_events_failed", "Events given up after failed writes.", e.failed),
+            (
+                "sample_controller_syncs",
+                "Keys synced by a worker.",
+                s.syncs,
+            ),
+            (
+                "sample_controller_sync_errors",
+                "Syncs that failed and were re-queued.",
+                s.sync_errors,
+            ),
+            (
+                "sample_controller_dropped_keys",
+                "Keys dropped without retry.",
+                s.dropped,
+            ),
+            (
+                "sample_controller_deployments_created",
+                "Deployments created.",
+                s.deployments_created,
+            ),
+            (
+                "sample_controller_deployments_updated",
+                "Deployments whose replicas were updated.",
+                s.deployments_updated,
+            ),
+            (
+                "sample_controller_status_updates",
+                "Foo status writes.",
+                s.status_updates,
+            ),
+            (
+                "sample_controller_events_recorded",
+                "Events accepted by the recorder.",
+                e.recorded,
+            ),
+            (
+                "sample_controller_events_dropped",
+                "Events dropped because the recorder's buffer was full.",
+                e.dropped,
+            ),
+            (
+                "sample_controller_events_filtered",
+                "Events dropped by the per-object spam filter.",
+                e.filtered,
+            ),
+            (
+                "sample_controller_events_created",
+                "Events written as new Events.",
+                e.created,
+            ),
+            (
+                "sample_controller_events_patched",
+                "Repeated events written as count patches.",
+                e.patched,
+            ),
+            (
+                "sample_controller_events_failed",
+                "Events given up after failed writes.",
+                e.failed,
+            ),
         ];
         for (name, help, value) in rows {
             counter(&mut encoder, name, help, value)?;
@@ -97,7 +145,11 @@ fn respond(registry: &SharedRegistry, req: &Request<Incoming>) -> Response<Full<
             }
         }
         (&Method::GET, "/healthz") => reply(StatusCode::OK, "text/plain", "ok\n".to_owned()),
-        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n".to_owned()),
+        _ => reply(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found\n".to_owned(),
+        ),
     }
 }
 

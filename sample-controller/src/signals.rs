@@ -35,7 +35,10 @@ pub async fn wait_for_signal() -> &'static str {
 pub fn cancel_on_signal(token: CancellationToken) {
     tokio::spawn(async move {
         let name = wait_for_signal().await;
-        tracing::info!(signal = name, "shutting down (a second signal exits at once)");
+        tracing::info!(
+            signal = name,
+            "shutting down (a second signal exits at once)"
+        );
         token.cancel();
         let name = wait_for_signal().await;
         tracing::warn!(signal = name, "second signal: exiting now");

@@ -61,8 +61,7 @@ fn unique_suffix() -> String {
 pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_test_writer()
         .try_init();
@@ -76,8 +75,14 @@ impl Env {
     }
 
     /// [`Env::testserver`] with a server of the given options.
-    pub async fn testserver_with(test: &str, builder: kcontrol_testserver::TestServerBuilder) -> Self {
-        let server = builder.start().await.unwrap_or_else(|e| panic!("starting the testserver: {e}"));
+    pub async fn testserver_with(
+        test: &str,
+        builder: kcontrol_testserver::TestServerBuilder,
+    ) -> Self {
+        let server = builder
+            .start()
+            .await
+            .unwrap_or_else(|e| panic!("starting the testserver: {e}"));
         let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig())
             .unwrap_or_else(|e| panic!("the testserver's kubeconfig: {e}"));
         let config = Config::from_custom_kubeconfig(&kubeconfig, &KubeconfigOptions::default())
@@ -229,4 +234,3 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
-
