@@ -220,3 +220,113 @@ mod tests {
         assert!(!Progress::default().all_synced());
     }
 }
+
+#[cfg(test)]
+mod server_tests {
+    use super::*;
+    use crate::deployment::new_deployment;
+    use kcontrol_client::events::Recorder;
+
+    /// The demo's set-up against the real in-process server, and the
+    /// `--until-synced` predicate as the server's state moves towards it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn set_up_and_progress_follow_the_server() {
+        let server = start_server().await.unwrap();
+        let client = client_for(
+            &server,
+            RateLimit {
+                qps: 1000.0,
+                burst: 1000,
+            },
+        )
+        .unwrap();
+        crate::artifacts::install_foo_crd(&client, Duration::from_secs(10))
+            .await
+            .unwrap();
+        // installing twice keeps the existing CRD
+        crate::artifacts::install_foo_crd(&client, Duration::from_secs(10))
+            .await
+            .unwrap();
+        create_foos(&client, 3).await.unwrap();
+        create_foos(&client, 3).await.unwrap(); // existing Foos are fine
+        let objects = server.objects();
+        let p = progress(&objects);
+        assert_eq!((p.foos, p.synced, p.deployments), (3, 0, 0));
+        assert!(!p.all_synced());
+        assert_eq!(p.lagging.len(), 3);
+        assert!(
+            p.lagging[0].ends_with("no Deployment yet"),
+            "{:?}",
+            p.lagging
+        );
+
+        // what the controller would do for the first Foo
+        let foos: Api<Foo> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), DEMO_NAMESPACE);
+        let foo = foos.get("example-foo-1").await.unwrap();
+        deployments
+            .create(&PostParams::default(), &new_deployment(&foo))
+            .await
+            .unwrap();
+        // the simulator makes every replica available; then the status
+        let mut wanted = None;
+        for _ in 0..200 {
+            let d = deployments.get("example-foo-1").await.unwrap();
+            if crate::deployment::available_replicas(&d) == 2 {
+                wanted = Some(d);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            wanted.is_some(),
+            "the simulator made the replicas available"
+        );
+        let p = progress(&objects);
+        assert_eq!((p.synced, p.deployments), (0, 1), "{p:?}");
+        let mut status = foo.clone();
+        status.status = Some(crate::foo::FooStatus {
+            available_replicas: 2,
+        });
+        foos.replace_status("example-foo-1", &PostParams::default(), &status)
+            .await
+            .unwrap();
+        let recorder = Recorder::new(client.clone(), "test").unwrap();
+        recorder.event(
+            &foo,
+            kcontrol_client::events::EventType::Warning,
+            "Oops",
+            "x",
+        );
+        recorder.flush().await;
+        let p = progress(&objects);
+        assert_eq!(
+            (p.synced, p.deployments, p.warning_events),
+            (1, 1, 1),
+            "{p:?}"
+        );
+
+        // a Foo whose Deployment belongs to someone else never counts
+        let foo2 = foos.get("example-foo-2").await.unwrap();
+        let mut foreign = new_deployment(&foo2);
+        foreign.metadata.owner_references = None;
+        deployments
+            .create(&PostParams::default(), &foreign)
+            .await
+            .unwrap();
+        let p = progress(&objects);
+        assert_eq!(p.deployments, 1);
+        assert!(p.lagging.iter().any(|l| l.contains("not owned")), "{p:?}");
+
+        // a Foo with replicas out of range is refused by the schema
+        let err = foos
+            .create(
+                &PostParams::default(),
+                &Foo::new(DEMO_NAMESPACE, "big", "big", 11),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.api_error().map(|e| e.code()), Some(422), "{err}");
+        server.shutdown().await;
+    }
+}

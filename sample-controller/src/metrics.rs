@@ -192,3 +192,55 @@ pub async fn serve(
     });
     Ok(bound)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serves_the_counters_in_prometheus_text() {
+        let config = kcontrol_client::Config::new(http::Uri::from_static("http://127.0.0.1:9"));
+        let client = kcontrol_client::Client::new(config).unwrap();
+        let counters = Arc::new(Counters::default());
+        Counters::bump(&counters.syncs);
+        Counters::bump(&counters.syncs);
+        Counters::bump(&counters.deployments_created);
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(ControllerCollector {
+            counters,
+            recorder: Recorder::new(client, "test").unwrap(),
+        }));
+        let registry = Arc::new(Mutex::new(registry));
+        let shutdown = CancellationToken::new();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), registry, shutdown.clone())
+            .await
+            .unwrap();
+        let metrics = get(addr, "/metrics").await;
+        assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+        assert!(
+            metrics.contains("sample_controller_syncs_total 2"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("sample_controller_deployments_created_total 1"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("# TYPE sample_controller_events_dropped counter"),
+            "{metrics}"
+        );
+        assert!(get(addr, "/healthz").await.ends_with("ok\n"));
+        assert!(get(addr, "/nope").await.starts_with("HTTP/1.1 404"));
+        shutdown.cancel();
+    }
+}
