@@ -176,8 +176,13 @@ impl Controller {
     /// flushes the last events.
     pub async fn run(&self, shutdown: CancellationToken) {
         let informers_stop = CancellationToken::new();
-        let informer_tasks = self.informers.start(&informers_stop);
-        let synced = self.wait_for_caches(&shutdown).await;
+        let synced = match self.informers.start(&informers_stop) {
+            Ok(()) => self.wait_for_caches(&shutdown).await,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot start the informers");
+                false
+            }
+        };
         let mut workers = JoinSet::new();
         if synced {
             tracing::info!(workers = self.workers, "caches synced: starting workers");
@@ -191,6 +196,7 @@ impl Controller {
         }
         tracing::info!("shutting down: stopping informers, draining the queue");
         informers_stop.cancel();
+        self.informers.shutdown().await;
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.queue.shut_down_with_drain_async())
             .await
             .is_ok();
@@ -199,9 +205,6 @@ impl Controller {
             self.queue.shut_down();
         }
         while workers.join_next().await.is_some() {}
-        for task in informer_tasks {
-            let _ = task.await;
-        }
         if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, self.recorder().flush())
             .await
             .is_err()
