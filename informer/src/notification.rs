@@ -7,7 +7,7 @@ use std::sync::Arc;
 use kcontrol_indexer::ObjectOrTombstone;
 
 /// The kind of a handler notification, as metrics and logs name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NotificationKind {
     /// `on_add`.
     Add,
