@@ -126,7 +126,8 @@ async fn wait(
     timeout: Option<Duration>,
     synced: &[&dyn HasSynced],
 ) -> Result<(), CacheSyncError> {
-    let deadline = timeout.map(|t| Instant::now() + t);
+    // A timeout too long to represent is no timeout.
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let mut poll = FIRST_POLL;
     loop {
         // Skip those already synced: once true, they stay true.
@@ -184,6 +185,9 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err, CacheSyncError::Shutdown { unsynced: vec![0] });
+        // an unrepresentable deadline is no deadline
+        let fresh = CancellationToken::new();
+        assert!(wait_for_cache_sync_timeout(Duration::MAX, &fresh, &[&always]).await.is_ok());
         // nothing to wait for: synced at once, even after shutdown
         assert!(wait_for_cache_sync(&token, &[]).await);
         assert!(wait_for_cache_sync(&token, &[&always]).await);
