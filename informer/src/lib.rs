@@ -17,6 +17,9 @@
 //!   store and the handler's initial list;
 //! - IN5: a transform applied before objects are stored;
 //! - IN6: [`wait_for_cache_sync`] over many informers and registrations.
+//!
+//! [`metrics`] has the [`InformerMetrics`] hooks (handler notifications,
+//! buffer depth, sync state) and, with the `prometheus` feature, an exporter.
 
 mod buffer;
 mod builder;
@@ -26,7 +29,7 @@ mod handler;
 mod handlers;
 mod informer;
 mod listener;
-mod metrics;
+pub mod metrics;
 mod notification;
 mod process;
 mod processor;
@@ -42,7 +45,7 @@ pub use error::InformerError;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use handlers::MINIMUM_RESYNC_PERIOD;
 pub use informer::SharedIndexInformer;
-pub use metrics::InformerMetrics;
+pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;
 pub use registration::{HandlerOptions, HandlerRegistration};
 pub use synced::{

@@ -187,7 +187,11 @@ mod tests {
         assert_eq!(err, CacheSyncError::Shutdown { unsynced: vec![0] });
         // an unrepresentable deadline is no deadline
         let fresh = CancellationToken::new();
-        assert!(wait_for_cache_sync_timeout(Duration::MAX, &fresh, &[&always]).await.is_ok());
+        assert!(
+            wait_for_cache_sync_timeout(Duration::MAX, &fresh, &[&always])
+                .await
+                .is_ok()
+        );
         // nothing to wait for: synced at once, even after shutdown
         assert!(wait_for_cache_sync(&token, &[]).await);
         assert!(wait_for_cache_sync(&token, &[&always]).await);

@@ -1,7 +1,11 @@
 //! [`InformerMetrics`]: optional hooks an informer reports its handlers'
 //! activity to (notifications, pending buffer depth, sync state), in the
 //! style of the DeltaFIFO's and the reflector's metrics: one object per
-//! informer, every method a no-op by default.
+//! informer, every method a no-op by default; with the `prometheus`
+//! feature, an exporter.
+
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 
 use std::time::Duration;
 
@@ -12,8 +16,11 @@ use crate::notification::NotificationKind;
 /// name ([`HandlerOptions::name`](crate::HandlerOptions::name), or
 /// `handler-<n>`).
 ///
-/// Calls are made without the informer's locks held, from the informer's
-/// processing task or from the handler's own thread: keep them quick.
+/// Calls come from the informer's processing task (`notification_queued`,
+/// `pending` as notifications are queued, `handler_synced`) or from the
+/// handler's own thread, without the handler's buffer lock held but possibly
+/// while the informer processes a change: keep them quick, and never call
+/// back into the informer from them.
 pub trait InformerMetrics: Send + Sync {
     /// The informer queued a notification of this kind for `handler`
     /// (counts notifications distributed, per handler and kind).
@@ -51,3 +58,9 @@ pub trait InformerMetrics: Send + Sync {
         let _ = (handler, registered);
     }
 }
+
+/// Metrics that record nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoopInformerMetrics;
+
+impl InformerMetrics for NoopInformerMetrics {}
