@@ -1,0 +1,238 @@
+//! Fault injection: what a test can make the server do to its clients —
+//! drop watches, expire lists and watches, compact history, fail requests
+//! with 429 / 500 / 503, add latency, corrupt a watch frame, pause watch
+//! delivery. Shared by the library handle and the admin HTTP endpoint.
+
+use crate::http::request::Verb;
+use crate::rest::Core;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How an injected failure answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// 429 `TooManyRequests` with `Retry-After: <seconds>`.
+    TooManyRequests {
+        /// The `Retry-After` value in seconds.
+        retry_after_secs: u64,
+    },
+    /// 500 `InternalError`.
+    InternalError,
+    /// 503 `ServiceUnavailable`.
+    ServiceUnavailable,
+}
+
+/// Which requests an injected failure applies to (empty = every API request).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultScope {
+    /// Only requests with this verb.
+    pub verb: Option<Verb>,
+    /// Only requests for this resource (plural name, e.g. `configmaps`).
+    pub resource: Option<String>,
+}
+
+impl FaultScope {
+    fn matches(&self, verb: Option<Verb>, resource: Option<&str>) -> bool {
+        self.verb.is_none_or(|v| Some(v) == verb)
+            && self.resource.as_deref().is_none_or(|r| Some(r) == resource)
+    }
+}
+
+#[derive(Debug)]
+struct InjectedFailures {
+    failure: Failure,
+    remaining: u64,
+    scope: FaultScope,
+}
+
+/// The fault-injection handle (cheap to clone).
+#[derive(Clone)]
+pub struct Faults {
+    inner: Arc<FaultState>,
+}
+
+impl std::fmt::Debug for Faults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Faults").finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct FaultState {
+    core: Arc<Core>,
+    latency_ms: AtomicU64,
+    failures: Mutex<Vec<InjectedFailures>>,
+    expire_lists: AtomicU64,
+    expire_watches: AtomicU64,
+    close_after: AtomicU64,
+    corrupt: AtomicU64,
+    foreign: AtomicU64,
+    close_epoch: watch::Sender<u64>,
+    paused: watch::Sender<bool>,
+}
+
+fn take_one(counter: &AtomicU64) -> bool {
+    counter
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+impl Faults {
+    pub(crate) fn new(core: Arc<Core>) -> Self {
+        Self {
+            inner: Arc::new(FaultState {
+                core,
+                latency_ms: AtomicU64::new(0),
+                failures: Mutex::new(Vec::new()),
+                expire_lists: AtomicU64::new(0),
+                expire_watches: AtomicU64::new(0),
+                close_after: AtomicU64::new(0),
+                corrupt: AtomicU64::new(0),
+                foreign: AtomicU64::new(0),
+                close_epoch: watch::Sender::new(0),
+                paused: watch::Sender::new(false),
+            }),
+        }
+    }
+
+    /// Ends every open watch now (the response ends cleanly, as when
+    /// kube-apiserver closes a watch).
+    pub fn close_all_watches(&self) {
+        self.inner.close_epoch.send_modify(|e| *e += 1);
+    }
+
+    /// Ends each watch (open or future) after it has sent `events` events
+    /// (bookmarks not counted); `None` turns this off.
+    pub fn close_watches_after(&self, events: Option<u64>) {
+        self.inner
+            .close_after
+            .store(events.unwrap_or(0), Ordering::SeqCst);
+    }
+
+    /// The next `n` lists answer HTTP 410 `Expired`.
+    pub fn expire_next_lists(&self, n: u64) {
+        self.inner.expire_lists.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` watches answer one ERROR event with a 410 `Expired` Status.
+    pub fn expire_next_watches(&self, n: u64) {
+        self.inner.expire_watches.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// Drops all retained event history: watches, continue tokens and
+    /// exact lists from before now get 410 `Expired`.
+    pub fn compact(&self) {
+        self.inner.core.store.compact();
+    }
+
+    /// The next `n` API requests (all of them) fail with `failure`.
+    pub fn fail_next(&self, n: u64, failure: Failure) {
+        self.fail_next_matching(n, failure, FaultScope::default());
+    }
+
+    /// The next `n` API requests within `scope` fail with `failure`.
+    pub fn fail_next_matching(&self, n: u64, failure: Failure, scope: FaultScope) {
+        if n > 0 {
+            self.inner.failures.lock().push(InjectedFailures {
+                failure,
+                remaining: n,
+                scope,
+            });
+        }
+    }
+
+    /// Every API request waits this long before it is served.
+    pub fn set_latency(&self, latency: Duration) {
+        let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
+        self.inner.latency_ms.store(ms, Ordering::SeqCst);
+    }
+
+    /// The next `n` watch events sent (on any watch) are replaced by a
+    /// frame that is not valid JSON; the watch goes on after it.
+    pub fn corrupt_next_watch_frames(&self, n: u64) {
+        self.inner.corrupt.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` watch events sent (on any watch) are replaced by a
+    /// well-formed event whose object is of an unexpected kind (a `Status`
+    /// in an ADDED event); the watch goes on after it.
+    pub fn send_unexpected_kind_frames(&self, n: u64) {
+        self.inner.foreign.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// Stops delivering watch events (they queue in the history window).
+    pub fn pause_watches(&self) {
+        self.inner.paused.send_replace(true);
+    }
+
+    /// Resumes watch delivery.
+    pub fn resume_watches(&self) {
+        self.inner.paused.send_replace(false);
+    }
+
+    /// Clears every injected fault (does not reopen closed watches).
+    pub fn reset(&self) {
+        let s = &self.inner;
+        s.latency_ms.store(0, Ordering::SeqCst);
+        s.failures.lock().clear();
+        s.expire_lists.store(0, Ordering::SeqCst);
+        s.expire_watches.store(0, Ordering::SeqCst);
+        s.close_after.store(0, Ordering::SeqCst);
+        s.corrupt.store(0, Ordering::SeqCst);
+        s.foreign.store(0, Ordering::SeqCst);
+        s.paused.send_replace(false);
+    }
+
+    pub(crate) fn latency(&self) -> Duration {
+        Duration::from_millis(self.inner.latency_ms.load(Ordering::SeqCst))
+    }
+
+    /// Takes one injected failure for this request, if any applies.
+    pub(crate) fn take_failure(
+        &self,
+        verb: Option<Verb>,
+        resource: Option<&str>,
+    ) -> Option<Failure> {
+        let mut list = self.inner.failures.lock();
+        let idx = list
+            .iter()
+            .position(|f| f.remaining > 0 && f.scope.matches(verb, resource))?;
+        let entry = list.get_mut(idx)?;
+        entry.remaining -= 1;
+        let failure = entry.failure;
+        if entry.remaining == 0 {
+            list.remove(idx);
+        }
+        Some(failure)
+    }
+
+    pub(crate) fn take_list_expiry(&self) -> bool {
+        take_one(&self.inner.expire_lists)
+    }
+
+    pub(crate) fn take_watch_expiry(&self) -> bool {
+        take_one(&self.inner.expire_watches)
+    }
+
+    pub(crate) fn take_foreign_frame(&self) -> bool {
+        self.inner.foreign.load(Ordering::Relaxed) > 0 && take_one(&self.inner.foreign)
+    }
+
+    pub(crate) fn take_corrupt_frame(&self) -> bool {
+        self.inner.corrupt.load(Ordering::Relaxed) > 0 && take_one(&self.inner.corrupt)
+    }
+
+    pub(crate) fn close_after(&self) -> Option<u64> {
+        Some(self.inner.close_after.load(Ordering::Relaxed)).filter(|n| *n > 0)
+    }
+
+    pub(crate) fn subscribe_close(&self) -> watch::Receiver<u64> {
+        self.inner.close_epoch.subscribe()
+    }
+
+    pub(crate) fn subscribe_paused(&self) -> watch::Receiver<bool> {
+        self.inner.paused.subscribe()
+    }
+}

@@ -1,0 +1,244 @@
+//! Resource requests: scope and subresource checks, body decoding, the
+//! write options, and the answers kube-apiserver gives for each verb.
+
+use super::body::{full, ResponseBody};
+use super::negotiate::{self, Output};
+use super::render::{self, IncludeObject};
+use super::request::{ApiRequest, Verb};
+use super::{list, watch, State};
+use crate::patch::PatchType;
+use crate::resource::ResourceInfo;
+use crate::rest::{
+    DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
+    WriteResult,
+};
+use crate::selector::Filter;
+use crate::status::StatusError;
+use bytes::Bytes;
+use http::request::Parts;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// kube-apiserver's limit on request bodies.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+type Resp = hyper::Response<ResponseBody>;
+
+fn header(parts: &Parts, name: http::header::HeaderName) -> Option<&str> {
+    parts.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn read_body(body: Incoming) -> Result<Bytes, StatusError> {
+    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(StatusError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("Request entity too large: limit is {MAX_BODY}"),
+            ))
+        }
+        Err(e) => Err(StatusError::bad_request(format!(
+            "reading the request body: {e}"
+        ))),
+    }
+}
+
+fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, StatusError> {
+    let dry_run = match q.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(StatusError::bad_request(format!(
+                "unsupported dry run option: {other:?} (only \"All\" is supported)"
+            )))
+        }
+    };
+    Ok(WriteOptions {
+        dry_run,
+        field_validation: FieldValidation::parse(q.get("fieldValidation").map(String::as_str))?,
+        field_manager: q.get("fieldManager").cloned(),
+    })
+}
+
+fn respond(
+    code: u16,
+    bytes: Bytes,
+    content_type: &str,
+    warnings: &[String],
+) -> Result<Resp, StatusError> {
+    let mut b = hyper::Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, content_type);
+    for w in warnings {
+        b = b.header("Warning", format!("299 - {}", crate::status::go_quote(w)));
+    }
+    b.body(full(bytes))
+        .map_err(|e| StatusError::internal(&e.to_string()))
+}
+
+fn write_response(
+    info: &ResourceInfo,
+    r: &WriteResult,
+    output: Output,
+    ok_code: u16,
+) -> Result<Resp, StatusError> {
+    let code = if r.created { 201 } else { ok_code };
+    let (bytes, ct) = render::render_one(info, &r.object, output, IncludeObject::Metadata)?;
+    respond(code, bytes, ct, &r.warnings)
+}
+
+/// Serves a resource request.
+pub(crate) async fn resource(
+    state: &Arc<State>,
+    req: &ApiRequest,
+    parts: &Parts,
+    body: Incoming,
+    q: &HashMap<String, String>,
+) -> Result<Resp, StatusError> {
+    let info = state
+        .core
+        .registry
+        .get(&req.group, &req.version, &req.resource)
+        .ok_or_else(StatusError::route_not_found)?;
+    let namespace = req.namespace.as_deref();
+    let name = req.name.as_deref();
+    if !info.namespaced && namespace.is_some() {
+        return Err(StatusError::route_not_found());
+    }
+    if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
+        return Err(StatusError::route_not_found());
+    }
+    let sub = match req.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some(_) => return Err(StatusError::route_not_found()),
+    };
+    if sub == Subresource::Status && !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(StatusError::method_not_allowed());
+    }
+    let output = negotiate::output(header(parts, http::header::ACCEPT))?;
+    let ns = namespace.unwrap_or("");
+    match (req.verb, name) {
+        (Verb::Get, Some(name)) => {
+            let obj = state.core.get(&info, ns, name)?;
+            let include = IncludeObject::parse(q.get("includeObject").map(String::as_str));
+            let (bytes, ct) = render::render_one(&info, &obj, output, include)?;
+            respond(200, bytes, ct, &[])
+        }
+        (Verb::List, _) => list::list(state, &info, namespace, q, output).await,
+        (Verb::Watch, _) => watch::watch(state, &info, namespace, q, output).await,
+        (Verb::Create, None) => {
+            let bytes = read_body(body).await?;
+            let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
+            let r = state.core.create(&info, ns, obj, &write_options(q)?)?;
+            write_response(&info, &r, output, 201)
+        }
+        (Verb::Update, Some(name)) => {
+            let bytes = read_body(body).await?;
+            let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
+            let r = state
+                .core
+                .update(&info, ns, name, obj, sub, &write_options(q)?)?;
+            write_response(&info, &r, output, 200)
+        }
+        (Verb::Patch, Some(name)) => {
+            let ct = header(parts, http::header::CONTENT_TYPE).unwrap_or("");
+            let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
+                StatusError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+                )
+            })?;
+            let bytes = read_body(body).await?;
+            let r =
+                state
+                    .core
+                    .patch(&info, ns, name, patch_type, &bytes, sub, &write_options(q)?)?;
+            write_response(&info, &r, output, 200)
+        }
+        (Verb::Delete, Some(name)) => {
+            let opts = delete_options(body, q).await?;
+            delete_response(&info, state.core.delete(&info, ns, name, &opts)?, output)
+        }
+        (Verb::DeleteCollection, None) => {
+            let opts = delete_options(body, q).await?;
+            let filter = Filter::parse(
+                &info,
+                q.get("labelSelector").map(String::as_str),
+                q.get("fieldSelector").map(String::as_str),
+            )?;
+            let deleted = state
+                .core
+                .delete_collection(&info, namespace, &filter, &opts)?;
+            let rv = state.core.store.current_rv();
+            list::render_list(
+                &info,
+                deleted,
+                json!({"resourceVersion": rv.to_string()}),
+                output,
+                IncludeObject::Metadata,
+            )
+        }
+        _ => Err(StatusError::method_not_allowed()),
+    }
+}
+
+async fn delete_options(
+    body: Incoming,
+    q: &HashMap<String, String>,
+) -> Result<DeleteOptions, StatusError> {
+    let bytes = read_body(body).await?;
+    let mut opts = if bytes.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        let v: Value = serde_json::from_slice(&bytes)
+            .or_else(|_| serde_yaml::from_slice(&bytes))
+            .map_err(|e| StatusError::bad_request(format!("decoding DeleteOptions: {e}")))?;
+        DeleteOptions::from_body(&v)?
+    };
+    if let Some(p) = q.get("propagationPolicy").filter(|p| !p.is_empty()) {
+        opts.propagation = Some(Propagation::parse(p)?);
+    } else if let Some(o) = q.get("orphanDependents") {
+        opts.propagation = Some(if o == "true" {
+            Propagation::Orphan
+        } else {
+            Propagation::Background
+        });
+    }
+    if q.get("dryRun").is_some_and(|d| d == "All") {
+        opts.dry_run = true;
+    }
+    Ok(opts)
+}
+
+fn delete_response(
+    info: &ResourceInfo,
+    outcome: DeleteOutcome,
+    output: Output,
+) -> Result<Resp, StatusError> {
+    match outcome {
+        DeleteOutcome::Deleted(obj) if !info.return_deleted_object => {
+            let mut details = serde_json::Map::new();
+            details.insert("name".into(), json!(obj.name()));
+            if !info.group.is_empty() {
+                details.insert("group".into(), json!(info.group));
+            }
+            details.insert("kind".into(), json!(info.resource));
+            details.insert("uid".into(), json!(obj.uid()));
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
+            respond(200, render::json_bytes(&status), "application/json", &[])
+        }
+        DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj) => {
+            let (bytes, ct) = render::render_one(info, &obj, output, IncludeObject::Metadata)?;
+            respond(200, bytes, ct, &[])
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Turning stored objects into response representations: the stored
+//! bytes as they are (the fast path), the object at another served version
+//! of a CRD, PartialObjectMetadata, Tables, YAML.
+
+use super::negotiate::Output;
+use super::table;
+use crate::resource::ResourceInfo;
+use crate::status::StatusError;
+use crate::store::StoredObject;
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+/// What a Table row carries (`includeObject`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum IncludeObject {
+    /// No object.
+    None,
+    /// PartialObjectMetadata (the default).
+    #[default]
+    Metadata,
+    /// The whole object.
+    Object,
+}
+
+impl IncludeObject {
+    pub(crate) fn parse(s: Option<&str>) -> Self {
+        match s {
+            Some("None") => Self::None,
+            Some("Object") => Self::Object,
+            _ => Self::Metadata,
+        }
+    }
+}
+
+/// The object as served at `info`'s version.
+pub(crate) fn object_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
+    let mut v = obj.value().clone();
+    if !info.is_storage_version() {
+        if let Some(m) = v.as_object_mut() {
+            m.insert("apiVersion".into(), json!(info.api_version()));
+        }
+    }
+    v
+}
+
+/// JSON bytes of the object as served at `info`'s version.
+pub(crate) fn object_json(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
+    if info.is_storage_version() {
+        obj.json().clone()
+    } else {
+        Bytes::from(serde_json::to_vec(&object_value(info, obj)).unwrap_or_default())
+    }
+}
+
+/// `meta.k8s.io` apiVersion for Tables and partial metadata.
+pub(crate) fn meta_api_version(v1beta1: bool) -> &'static str {
+    if v1beta1 {
+        "meta.k8s.io/v1beta1"
+    } else {
+        "meta.k8s.io/v1"
+    }
+}
+
+/// PartialObjectMetadata of an object.
+pub(crate) fn partial_metadata(obj: &Value, v1beta1: bool) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": meta_api_version(v1beta1), "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
+}
+
+/// One object in the requested representation, with its Content-Type.
+pub(crate) fn render_one(
+    info: &ResourceInfo,
+    obj: &StoredObject,
+    output: Output,
+    include: IncludeObject,
+) -> Result<(Bytes, &'static str), StatusError> {
+    match output {
+        Output::Json => Ok((object_json(info, obj), "application/json")),
+        Output::Yaml => yaml(&object_value(info, obj)),
+        Output::PartialMetadata { v1beta1 } => Ok((
+            json_bytes(&partial_metadata(obj.value(), v1beta1)),
+            "application/json",
+        )),
+        Output::Table { v1beta1 } => {
+            let value = object_value(info, obj);
+            let rows = vec![table::row(info, &value, include, v1beta1)];
+            let t = table::table(
+                info,
+                rows,
+                json!({"resourceVersion": obj.resource_version().to_string()}),
+                v1beta1,
+            );
+            Ok((json_bytes(&t), "application/json"))
+        }
+    }
+}
+
+/// Any value as JSON bytes.
+pub(crate) fn json_bytes(v: &Value) -> Bytes {
+    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// Any value as YAML bytes.
+pub(crate) fn yaml(v: &Value) -> Result<(Bytes, &'static str), StatusError> {
+    serde_yaml::to_string(v)
+        .map(|s| (Bytes::from(s), "application/yaml"))
+        .map_err(|e| StatusError::internal(&e.to_string()))
+}

@@ -1,0 +1,414 @@
+//! WATCH: start from a resourceVersion inside the history window (older:
+//! HTTP 200 and one ERROR event with a 410 `Expired` Status), or from the
+//! current state (synthetic ADDED events; with `sendInitialEvents` a
+//! BOOKMARK annotated `k8s.io/initial-events-end` follows them); selectors
+//! (objects leaving the selection are DELETED), periodic bookmarks and one
+//! shortly before `timeoutSeconds` ends; faults. Each watcher reads the
+//! shared history with its own cursor and sends the pre-encoded frames.
+
+use super::body::ChannelBody;
+use super::list::{parse_rv, wait_for_rv, Rv};
+use super::negotiate::Output;
+use super::render::{self, IncludeObject};
+use super::{table, State};
+use crate::resource::ResourceInfo;
+use crate::selector::Filter;
+use crate::status::{FieldError, StatusError};
+use crate::store::{Event, EventType, ResourceStore, StoredObject};
+use bytes::{BufMut, Bytes, BytesMut};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+const BATCH_EVENTS: usize = 1024;
+const BATCH_BYTES: usize = 256 * 1024;
+const CHANNEL_DEPTH: usize = 8;
+/// kube sends the last bookmark this long before the watch's deadline.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+
+/// One frame of a watch stream.
+fn frame(kind: &str, object: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(object.len() + 32);
+    b.put_slice(b"{\"type\":\"");
+    b.put_slice(kind.as_bytes());
+    b.put_slice(b"\",\"object\":");
+    b.put_slice(object);
+    b.put_slice(b"}\n");
+    b.freeze()
+}
+
+/// A watch response carrying one ERROR event.
+fn error_stream(
+    e: &StatusError,
+) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
+    let f = frame("ERROR", &render::json_bytes(&e.to_json()));
+    hyper::Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(super::body::full(f))
+        .map_err(|e| StatusError::internal(&e.to_string()))
+}
+
+struct Params {
+    rv: Rv,
+    send_initial: Option<bool>,
+    bookmarks: bool,
+    timeout: Duration,
+}
+
+fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, StatusError> {
+    let rv = parse_rv(q.get("resourceVersion"))?;
+    let rv_match = q
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .unwrap_or("");
+    let send_initial = q
+        .get("sendInitialEvents")
+        .and_then(|v| super::request::parse_bool(v));
+    let mut errs = Vec::new();
+    if send_initial.is_some() && rv_match != "NotOlderThan" {
+        errs.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if !rv_match.is_empty() {
+        if send_initial.is_none() {
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if rv_match != "NotOlderThan" {
+            errs.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                json!(rv_match),
+                &["NotOlderThan".into()],
+            ));
+        }
+        if q.get("continue").is_some_and(|c| !c.is_empty()) {
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    if !errs.is_empty() {
+        return Err(StatusError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            &errs,
+        ));
+    }
+    let timeout = match q.get("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()) {
+        Some(s) if s > 0 => Duration::from_secs(s),
+        _ => state.config.default_watch_timeout,
+    };
+    Ok(Params {
+        rv,
+        send_initial,
+        bookmarks: super::request::is_true(q.get("allowWatchBookmarks")),
+        timeout,
+    })
+}
+
+/// WATCH handler.
+pub(crate) async fn watch(
+    state: &Arc<State>,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    q: &HashMap<String, String>,
+    output: Output,
+) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
+    let p = parse_params(state, q)?;
+    let filter = Filter::parse(
+        info,
+        q.get("labelSelector").map(String::as_str),
+        q.get("fieldSelector").map(String::as_str),
+    )?;
+    let rs = state.core.resource_store(info);
+    let prefix = namespace
+        .filter(|_| info.namespaced)
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
+    if state.faults.take_watch_expiry() {
+        let asked = if let Rv::At(n) = p.rv {
+            n
+        } else {
+            state.core.store.current_rv()
+        };
+        return error_stream(&StatusError::too_old_resource_version(
+            asked,
+            state.core.store.current_rv(),
+        ));
+    }
+    if let Rv::At(n) = p.rv {
+        wait_for_rv(state, n).await?;
+    }
+    let (initial, initial_rv, start_seq) = match (p.send_initial, p.rv) {
+        (Some(true), _) | (None, Rv::Unset | Rv::Any) => {
+            let (items, rv, seq) = rs.snapshot(&state.core.store, &prefix);
+            (items, rv, seq)
+        }
+        (Some(false), Rv::Unset | Rv::Any) => {
+            let (_, rv, seq) = rs.snapshot(&state.core.store, "\u{10FFFF}");
+            (Vec::new(), rv, seq)
+        }
+        (_, Rv::At(n)) => match rs.seq_after(n) {
+            Ok(seq) => (Vec::new(), n, seq),
+            Err(floor) => return error_stream(&StatusError::too_old_resource_version(n, floor)),
+        },
+    };
+    let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
+    let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+    let fast = output == Output::Json && info.is_storage_version() && filter.is_empty();
+    let watcher = Watcher {
+        state: state.clone(),
+        info: info.clone(),
+        rs,
+        filter,
+        output,
+        prefix,
+        tx,
+        next_seq: start_seq,
+        last_rv: initial_rv,
+        bookmarks: p.bookmarks,
+        deadline: Instant::now() + p.timeout,
+        sent: 0,
+        fast,
+    };
+    state.metrics.watch_started();
+    tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
+    hyper::Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(ChannelBody::new(rx).boxed())
+        .map_err(|e| StatusError::internal(&e.to_string()))
+}
+
+struct Watcher {
+    state: Arc<State>,
+    info: Arc<ResourceInfo>,
+    rs: Arc<ResourceStore>,
+    filter: Filter,
+    output: Output,
+    prefix: String,
+    tx: mpsc::Sender<Bytes>,
+    next_seq: u64,
+    last_rv: u64,
+    bookmarks: bool,
+    deadline: Instant,
+    sent: u64,
+    fast: bool,
+}
+
+/// Why a watch stream ends.
+enum End {
+    Closed,
+}
+
+impl Watcher {
+    async fn run(mut self, initial: Vec<Arc<StoredObject>>, initial_rv: u64, end_bookmark: bool) {
+        let state = self.state.clone();
+        let _ = self.serve(initial, initial_rv, end_bookmark).await;
+        state.metrics.watch_ended();
+    }
+
+    fn object_bytes(&self, obj: &StoredObject) -> Bytes {
+        match self.output {
+            Output::Json | Output::Yaml => render::object_json(&self.info, obj),
+            Output::PartialMetadata { v1beta1 } => {
+                render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
+            }
+            Output::Table { v1beta1 } => {
+                let v = render::object_value(&self.info, obj);
+                let rows = vec![table::row(&self.info, &v, IncludeObject::Metadata, v1beta1)];
+                let t = table::table(
+                    &self.info,
+                    rows,
+                    json!({"resourceVersion": obj.resource_version().to_string()}),
+                    v1beta1,
+                );
+                render::json_bytes(&t)
+            }
+        }
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut metadata =
+            json!({"resourceVersion": rv.to_string(), "creationTimestamp": Value::Null});
+        if initial_end {
+            metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let obj = json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata});
+        frame("BOOKMARK", &render::json_bytes(&obj))
+    }
+
+    fn corrupt(&self) -> Bytes {
+        Bytes::from(format!(
+            "{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"{}\",\"apiVersion\":}}\n",
+            self.info.kind
+        ))
+    }
+
+    /// The frame this watcher sends for an event, if any.
+    fn convert(&self, ev: &Event) -> Option<Bytes> {
+        if !ev.object.key().starts_with(self.prefix.as_str()) {
+            return None;
+        }
+        if self.fast {
+            return Some(ev.frame.clone());
+        }
+        let cur = ev.kind != EventType::Deleted && self.filter.matches(&ev.object);
+        let prev = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
+        match (cur, prev) {
+            (true, false) => Some(frame("ADDED", &self.object_bytes(&ev.object))),
+            (true, true) => Some(frame(ev.kind.as_str(), &self.object_bytes(&ev.object))),
+            (false, true) if ev.kind == EventType::Deleted => {
+                Some(frame("DELETED", &self.object_bytes(&ev.object)))
+            }
+            (false, true) => {
+                let p = ev.prev.as_ref()?;
+                let mut v = p.value().clone();
+                crate::meta::set_meta_str(&mut v, "resourceVersion", &ev.rv.to_string());
+                let gone =
+                    crate::store::StoredObject::detached(v, ev.rv, p.key().to_owned()).ok()?;
+                Some(frame("DELETED", &self.object_bytes(&gone)))
+            }
+            (false, false) => None,
+        }
+    }
+
+    async fn send(&self, b: Bytes) -> Result<(), End> {
+        self.tx.send(b).await.map_err(|_| End::Closed)
+    }
+
+    /// Appends one event frame; returns false when the close-after limit is hit.
+    fn push_event(&mut self, buf: &mut BytesMut, f: Bytes) -> bool {
+        if self.state.faults.take_corrupt_frame() {
+            buf.put_slice(&self.corrupt());
+        } else if self.state.faults.take_foreign_frame() {
+            buf.put_slice(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\"}}\n");
+        } else {
+            buf.put_slice(&f);
+        }
+        self.sent += 1;
+        self.state
+            .faults
+            .close_after()
+            .is_none_or(|n| self.sent < n)
+    }
+
+    async fn send_initial(&mut self, initial: Vec<Arc<StoredObject>>) -> Result<(), End> {
+        let mut buf = BytesMut::new();
+        for obj in initial {
+            if !self.filter.matches(&obj) {
+                continue;
+            }
+            let f = frame("ADDED", &self.object_bytes(&obj));
+            if !self.push_event(&mut buf, f) {
+                self.send(buf.freeze()).await?;
+                return Err(End::Closed);
+            }
+            if buf.len() >= BATCH_BYTES {
+                self.send(buf.split().freeze()).await?;
+            }
+        }
+        if !buf.is_empty() {
+            self.send(buf.freeze()).await?;
+        }
+        Ok(())
+    }
+
+    fn next_bookmark(&self, now: Instant) -> Option<Instant> {
+        if !self.bookmarks {
+            return None;
+        }
+        let mut at = now + self.state.config.bookmark_interval;
+        let pre = self.deadline.checked_sub(PRE_TIMEOUT_BOOKMARK)?;
+        if pre < at {
+            at = pre;
+        }
+        (at > now).then_some(at)
+    }
+
+    async fn serve(
+        &mut self,
+        initial: Vec<Arc<StoredObject>>,
+        initial_rv: u64,
+        end_bookmark: bool,
+    ) -> Result<(), End> {
+        let mut seq_rx = self.rs.subscribe();
+        let mut gone_rx = self.rs.subscribe_closed();
+        let mut close_rx = self.state.faults.subscribe_close();
+        let mut paused_rx = self.state.faults.subscribe_paused();
+        let mut shutdown = self.state.shutdown.clone();
+        close_rx.borrow_and_update();
+        self.send_initial(initial).await?;
+        if end_bookmark {
+            self.send(self.bookmark(initial_rv, true)).await?;
+        }
+        let mut bookmark_at = self.next_bookmark(Instant::now());
+        loop {
+            seq_rx.borrow_and_update();
+            if *gone_rx.borrow_and_update() || *shutdown.borrow_and_update() {
+                return Ok(());
+            }
+            if !*paused_rx.borrow_and_update() {
+                let events = self
+                    .rs
+                    .events_from(self.next_seq, BATCH_EVENTS)
+                    .map_err(|_| End::Closed)?;
+                if !events.is_empty() {
+                    let mut buf = BytesMut::new();
+                    let mut keep_going = true;
+                    for ev in &events {
+                        self.next_seq = ev.seq + 1;
+                        self.last_rv = ev.rv;
+                        if let Some(f) = self.convert(ev) {
+                            if !self.push_event(&mut buf, f) {
+                                keep_going = false;
+                                break;
+                            }
+                        }
+                    }
+                    if !buf.is_empty() {
+                        self.send(buf.freeze()).await?;
+                    }
+                    if !keep_going {
+                        return Ok(());
+                    }
+                    continue;
+                }
+            }
+            let sleep_bookmark = async {
+                match bookmark_at {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = seq_rx.changed() => if r.is_err() { return Ok(()) },
+                _ = gone_rx.changed() => return Ok(()),
+                _ = close_rx.changed() => return Ok(()),
+                _ = paused_rx.changed() => {},
+                _ = shutdown.changed() => return Ok(()),
+                _ = tokio::time::sleep_until(self.deadline) => return Ok(()),
+                _ = self.tx.closed() => return Ok(()),
+                _ = sleep_bookmark => {
+                    if !*paused_rx.borrow() {
+                        let rv = self.rs.bookmark_rv(&self.state.core.store, self.next_seq, self.last_rv);
+                        self.last_rv = rv;
+                        self.send(self.bookmark(rv, false)).await?;
+                    }
+                    bookmark_at = self.next_bookmark(Instant::now());
+                }
+            }
+        }
+    }
+}

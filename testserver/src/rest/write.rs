@@ -1,0 +1,496 @@
+//! Create, update and patch.
+
+use super::strategy::{self, FieldValidation};
+use super::{object_key, ControllerMsg, Core, Subresource, WriteOptions, WriteResult};
+use crate::meta;
+use crate::patch::{self, PatchError, PatchType};
+use crate::resource::{Behavior, ResourceInfo};
+use crate::status::{FieldError, StatusError};
+use crate::store::{StoredObject, WriteTxn};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// An object prepared for storage.
+struct Prepared {
+    value: Value,
+    warnings: Vec<String>,
+}
+
+fn invalid(info: &ResourceInfo, name: &str, errs: &[FieldError]) -> StatusError {
+    StatusError::invalid(&info.group, &info.kind, name, errs)
+}
+
+/// Checks and fills `apiVersion` and `kind`; stores in the storage version.
+fn check_type_meta(core: &Core, info: &ResourceInfo, obj: &mut Value) -> Result<(), StatusError> {
+    if !obj.is_object() {
+        return Err(StatusError::bad_request(
+            "the body of the request must be a JSON or YAML object",
+        ));
+    }
+    let (api_version, kind) = meta::type_meta(obj);
+    if !api_version.is_empty() {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        if group != info.group || core.registry.get(group, version, &info.resource).is_none() {
+            return Err(StatusError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                info.api_version()
+            )));
+        }
+    }
+    if !kind.is_empty() && kind != info.kind {
+        return Err(StatusError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            info.kind
+        )));
+    }
+    let m = meta::ensure_object(obj);
+    m.insert("apiVersion".into(), json!(info.storage_api_version()));
+    m.insert("kind".into(), json!(info.kind));
+    Ok(())
+}
+
+fn check_namespace_field(
+    info: &ResourceInfo,
+    namespace: &str,
+    obj: &mut Value,
+) -> Result<(), StatusError> {
+    if info.namespaced {
+        let given = meta::namespace(obj);
+        if given.is_empty() {
+            meta::set_meta_str(obj, "namespace", namespace);
+        } else if given != namespace {
+            return Err(StatusError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    } else {
+        meta::remove_meta(obj, "namespace");
+    }
+    Ok(())
+}
+
+/// Runs defaults, schema and validation; returns warnings.
+fn default_and_validate(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    old: Option<&Value>,
+    opts: &WriteOptions,
+) -> Result<Vec<String>, StatusError> {
+    strategy::default_object(info, obj)?;
+    let mut errs = Vec::new();
+    if old.is_none() {
+        strategy::validate_name(info, meta::name(obj), &mut errs);
+    }
+    let outcome = strategy::apply_schema(info, obj, &mut errs);
+    strategy::validate_kind(info, obj, old, &mut errs);
+    if info.behavior == Behavior::CustomResourceDefinition {
+        crate::crd::default_crd(obj);
+        errs.extend(crate::crd::validate_crd(obj, old));
+    }
+    if !errs.is_empty() {
+        return Err(invalid(info, meta::name(obj), &errs));
+    }
+    let unknown: Vec<String> = outcome
+        .unknown
+        .iter()
+        .map(|f| format!("unknown field {}", crate::status::go_quote(f)))
+        .collect();
+    match opts.field_validation {
+        FieldValidation::Strict if !unknown.is_empty() => Err(StatusError::bad_request(format!(
+            "strict decoding error: {}",
+            unknown.join(", ")
+        ))),
+        FieldValidation::Warn => Ok(unknown),
+        _ => Ok(Vec::new()),
+    }
+}
+
+fn dry_run_object(value: Value, key: &str) -> Result<Arc<StoredObject>, StatusError> {
+    let rv = value["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    crate::store::StoredObject::detached(value, rv, key.to_owned())
+        .map(Arc::new)
+        .map_err(|e| StatusError::internal(&e.to_string()))
+}
+
+impl Core {
+    fn prepare_create(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Prepared, StatusError> {
+        check_type_meta(self, info, &mut obj)?;
+        check_namespace_field(info, namespace, &mut obj)?;
+        if meta::name(&obj).is_empty() {
+            let generate = meta::meta_str(&obj, "generateName").to_owned();
+            if generate.is_empty() {
+                let e = FieldError::required("metadata.name", "name or generateName is required");
+                return Err(invalid(info, "", &[e]));
+            }
+            let name = format!("{generate}{}", meta::random_suffix());
+            meta::set_meta_str(&mut obj, "name", &name);
+        }
+        strategy::fill_create_metadata(info, &mut obj);
+        if info.status_subresource {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        if info.behavior == Behavior::Namespace {
+            if let Some(m) = obj.as_object_mut() {
+                m.insert("status".into(), json!({"phase": "Active"}));
+            }
+        }
+        let warnings = default_and_validate(info, &mut obj, None, opts)?;
+        if info.behavior == Behavior::CustomResourceDefinition {
+            crate::crd::establish(&mut obj);
+        }
+        Ok(Prepared {
+            value: obj,
+            warnings,
+        })
+    }
+
+    /// POST: creates an object.
+    pub(crate) fn create(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
+        let generated = meta::name(&body).is_empty();
+        let rs = self.resource_store(info);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let prepared = self.prepare_create(info, namespace, body.clone(), opts)?;
+            let name = meta::name(&prepared.value).to_owned();
+            self.check_namespace(info, namespace, &name)?;
+            let key = object_key(info, namespace, &name);
+            let mut tx = rs.write(&self.store);
+            if tx.get(&key).is_some() {
+                if generated && attempt < GENERATE_NAME_ATTEMPTS {
+                    continue;
+                }
+                return Err(StatusError::already_exists(&info.group_resource(), &name));
+            }
+            if opts.dry_run {
+                return Ok(WriteResult {
+                    object: dry_run_object(prepared.value, &key)?,
+                    created: true,
+                    warnings: prepared.warnings,
+                });
+            }
+            let ev = tx.put(&key, prepared.value)?;
+            drop(tx);
+            self.after_write(info, None, &ev.object);
+            return Ok(WriteResult {
+                object: ev.object.clone(),
+                created: true,
+                warnings: prepared.warnings,
+            });
+        }
+    }
+
+    /// PUT: replaces an object (or its status).
+    pub(crate) fn update(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
+        let body_name = meta::name(&body).to_owned();
+        if !body_name.is_empty() && body_name != name {
+            return Err(StatusError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let mut body = body;
+        if body_name.is_empty() && body.is_object() {
+            meta::set_meta_str(&mut body, "name", name);
+        }
+        let key = object_key(info, namespace, name);
+        let rs = self.resource_store(info);
+        let existing = rs.get(&key);
+        if existing.is_none() {
+            if info.allow_create_on_update && sub == Subresource::Main {
+                return self.create(info, namespace, body, opts);
+            }
+            return Err(StatusError::not_found(&info.group_resource(), name));
+        }
+        let mut tx = rs.write(&self.store);
+        self.update_locked(info, &mut tx, &key, name, body, sub, opts)
+    }
+
+    /// Applies an update while holding the resource's lock.
+    #[allow(clippy::too_many_arguments)]
+    fn update_locked(
+        &self,
+        info: &ResourceInfo,
+        tx: &mut WriteTxn<'_>,
+        key: &str,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
+        let Some(old) = tx.get(key) else {
+            return Err(StatusError::not_found(&info.group_resource(), name));
+        };
+        let mut body = body;
+        check_type_meta(self, info, &mut body)?;
+        let given_rv = meta::meta_str(&body, "resourceVersion");
+        if !given_rv.is_empty() && given_rv != old.resource_version().to_string() {
+            return Err(StatusError::stale(&info.group_resource(), name));
+        }
+        let old_value = old.value();
+        let mut new = match sub {
+            Subresource::Main => {
+                let mut n = body;
+                if info.status_subresource {
+                    if let Some(m) = n.as_object_mut() {
+                        match old_value.get("status") {
+                            Some(s) => m.insert("status".into(), s.clone()),
+                            None => m.remove("status"),
+                        };
+                    }
+                }
+                n
+            }
+            Subresource::Status => {
+                let mut n = old_value.clone();
+                if let Some(m) = n.as_object_mut() {
+                    match body.get("status") {
+                        Some(s) => m.insert("status".into(), s.clone()),
+                        None => m.remove("status"),
+                    };
+                }
+                n
+            }
+        };
+        strategy::keep_system_metadata(old_value, &mut new);
+        let warnings = default_and_validate(info, &mut new, Some(old_value), opts)?;
+        if info.tracks_generation && strategy::spec_changed(old_value, &new) {
+            let gen = meta::generation(old_value) + 1;
+            meta::metadata_mut(&mut new).insert("generation".into(), json!(gen));
+        }
+        if info.behavior == Behavior::CustomResourceDefinition
+            && sub == Subresource::Main
+            && !meta::is_deleting(&new)
+        {
+            crate::crd::establish(&mut new);
+        }
+        if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
+            if opts.dry_run {
+                return Ok(WriteResult {
+                    object: old,
+                    created: false,
+                    warnings,
+                });
+            }
+            let ev = tx.delete(key)?;
+            return match ev {
+                Some(ev) => {
+                    self.after_remove(info, &ev.object);
+                    Ok(WriteResult {
+                        object: ev.object.clone(),
+                        created: false,
+                        warnings,
+                    })
+                }
+                None => Err(StatusError::not_found(&info.group_resource(), name)),
+            };
+        }
+        // compare with the old resourceVersion: a no-op update writes nothing
+        meta::set_meta_str(
+            &mut new,
+            "resourceVersion",
+            &old.resource_version().to_string(),
+        );
+        if new == *old_value {
+            return Ok(WriteResult {
+                object: old,
+                created: false,
+                warnings,
+            });
+        }
+        if opts.dry_run {
+            return Ok(WriteResult {
+                object: dry_run_object(new, key)?,
+                created: false,
+                warnings,
+            });
+        }
+        let ev = tx.put(key, new)?;
+        self.after_write(info, Some(&old), &ev.object);
+        Ok(WriteResult {
+            object: ev.object.clone(),
+            created: false,
+            warnings,
+        })
+    }
+
+    /// PATCH: applies a patch of the given type.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
+        if patch_type == PatchType::StrategicMerge && info.behavior == Behavior::CustomResource {
+            return Err(StatusError::new(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            ));
+        }
+        if patch_type == PatchType::Apply {
+            return self.apply(info, namespace, name, body, sub, opts);
+        }
+        let key = object_key(info, namespace, name);
+        let rs = self.resource_store(info);
+        let mut tx = rs.write(&self.store);
+        let Some(old) = tx.get(&key) else {
+            return Err(StatusError::not_found(&info.group_resource(), name));
+        };
+        let patched = match patch_type {
+            PatchType::Json => patch::json_patch(old.value(), body),
+            PatchType::Merge => patch::merge_patch(old.value(), body),
+            _ => patch::strategic_merge_patch(old.value(), body),
+        }
+        .map_err(|e| patch_error(e, body))?;
+        self.update_locked(info, &mut tx, &key, name, patched, sub, opts)
+    }
+
+    /// Server-side apply: create when missing, else merge the applied
+    /// configuration into the live object.
+    fn apply(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<WriteResult, StatusError> {
+        if opts.field_manager.as_deref().is_none_or(str::is_empty) {
+            let e = FieldError::required("fieldManager", "is required for apply patch");
+            return Err(StatusError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                &[e],
+            ));
+        }
+        let applied: Value = serde_yaml::from_slice(body)
+            .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
+        if !applied.is_object() {
+            return Err(StatusError::bad_request("apply patch must be an object"));
+        }
+        let applied_name = meta::name(&applied);
+        if applied_name != name {
+            return Err(StatusError::bad_request(format!(
+                "the name of the object ({applied_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let key = object_key(info, namespace, name);
+        let rs = self.resource_store(info);
+        if rs.get(&key).is_none() {
+            if sub == Subresource::Status {
+                return Err(StatusError::not_found(&info.group_resource(), name));
+            }
+            return self.create(info, namespace, applied, opts);
+        }
+        let mut tx = rs.write(&self.store);
+        let Some(old) = tx.get(&key) else {
+            return Err(StatusError::not_found(&info.group_resource(), name));
+        };
+        let mut merged = patch::apply_merge(old.value(), &applied);
+        if meta::meta_str(&applied, "resourceVersion").is_empty() {
+            meta::set_meta_str(
+                &mut merged,
+                "resourceVersion",
+                &old.resource_version().to_string(),
+            );
+        }
+        self.update_locked(info, &mut tx, &key, name, merged, sub, opts)
+    }
+
+    /// Work that follows a stored create or update.
+    pub(crate) fn after_write(
+        &self,
+        info: &ResourceInfo,
+        old: Option<&StoredObject>,
+        new: &StoredObject,
+    ) {
+        match info.behavior {
+            Behavior::Deployment => {
+                let changed = old
+                    .is_none_or(|o| meta::generation(o.value()) != meta::generation(new.value()));
+                if changed {
+                    self.notify(ControllerMsg::DeploymentChanged {
+                        namespace: new.namespace().to_owned(),
+                        name: new.name().to_owned(),
+                    });
+                }
+            }
+            Behavior::CustomResourceDefinition if !meta::is_deleting(new.value()) => {
+                self.register_crd(new.value());
+            }
+            _ => {}
+        }
+        let owners = meta::owner_uids(new.value());
+        if !owners.is_empty() && old.is_none_or(|o| meta::owner_uids(o.value()) != owners) {
+            self.notify(ControllerMsg::CheckOwners {
+                location: (info.group_resource(), new.key().to_owned()),
+            });
+        }
+        if meta::is_deleting(new.value()) {
+            let f = meta::finalizers(new.value());
+            if f.iter().any(|x| x == "foregroundDeletion" || x == "orphan") {
+                self.notify(ControllerMsg::OwnerDeleting);
+            }
+        }
+    }
+
+    /// Registers the resources a CRD serves.
+    pub(crate) fn register_crd(&self, crd: &Value) {
+        let infos = crate::crd::resource_infos(crd);
+        if let Some(first) = infos.first() {
+            let (group, resource) = (first.group.clone(), first.resource.clone());
+            self.registry.unregister(&group, &resource);
+            self.store.ensure_resource(&first.group_resource());
+            self.registry.register(infos);
+        }
+    }
+}
+
+fn patch_error(e: PatchError, body: &[u8]) -> StatusError {
+    match e {
+        PatchError::Decode(msg) => StatusError::bad_request(msg),
+        PatchError::Apply(msg) => {
+            let text = String::from_utf8_lossy(body).into_owned();
+            StatusError::invalid(
+                "",
+                "",
+                "",
+                &[FieldError::invalid("patch", Value::String(text), msg)],
+            )
+        }
+    }
+}

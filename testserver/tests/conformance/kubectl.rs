@@ -1,0 +1,264 @@
+//! kubectl as a real client: apply (client-side and server-side) of a CRD
+//! and a custom resource, get with --chunk-size, -o yaml, describe,
+//! explain, get --watch, delete. Skipped (with one printed line) when no
+//! kubectl is on PATH.
+
+use crate::client::{eventually, Client, WAIT};
+use crate::cm;
+use kcontrol_testserver::{TestServer, Verb};
+use serde_json::json;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn kubectl_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+}
+
+struct Kubectl {
+    bin: PathBuf,
+    home: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.home.path())
+            .env("KUBECACHEDIR", self.home.path().join("cache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs kubectl with a bounded wait; returns (success, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let mut child = self.cmd(args).spawn().expect("kubectl starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                let mut out = String::new();
+                let mut err = String::new();
+                child
+                    .stdout
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut out)
+                    .unwrap();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                return (status.success(), out, err);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("kubectl {args:?} did not finish");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.run(args);
+        assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    fn file(&self, name: &str, content: &str) -> String {
+        let p = self.home.path().join(name);
+        std::fs::write(&p, content).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+}
+
+fn artifacts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../artifacts/examples")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drives_the_server() {
+    let Some(bin) = kubectl_path() else {
+        println!("kubectl not found on PATH: the kubectl tests were skipped");
+        return;
+    };
+    let s = TestServer::builder().tls(true).start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = home.path().join("kubeconfig");
+    s.write_kubeconfig(&kubeconfig).unwrap();
+    let k = Kubectl {
+        bin,
+        home,
+        kubeconfig,
+    };
+    let crd = artifacts().join("crd.yaml").to_string_lossy().into_owned();
+    let foo = artifacts()
+        .join("example-foo.yaml")
+        .to_string_lossy()
+        .into_owned();
+    let c = Client::new(&s);
+    tokio::task::block_in_place(|| {
+        assert!(k.ok(&["apply", "-f", &crd]).contains(
+            "customresourcedefinition.apiextensions.k8s.io/foos.samplecontroller.k8s.io created"
+        ));
+        assert!(k
+            .ok(&["apply", "-f", &foo])
+            .contains("foo.samplecontroller.k8s.io/example-foo created"));
+        // client-side apply of a change, then server-side apply
+        let foo3 = k.file(
+            "foo3.yaml",
+            &std::fs::read_to_string(&foo)
+                .unwrap()
+                .replace("replicas: 1", "replicas: 3"),
+        );
+        assert!(k.ok(&["apply", "-f", &foo3]).contains("configured"));
+        let foo4 = k.file(
+            "foo4.yaml",
+            &std::fs::read_to_string(&foo)
+                .unwrap()
+                .replace("replicas: 1", "replicas: 4"),
+        );
+        assert!(k
+            .ok(&["apply", "--server-side", "-f", &foo4])
+            .contains("serverside-applied"));
+        let obj = s
+            .objects()
+            .get("foos.samplecontroller.k8s.io", "default", "example-foo")
+            .unwrap();
+        assert_eq!(obj.value()["spec"]["replicas"], 4);
+        assert_eq!(obj.value()["metadata"]["generation"], 3);
+        // the schema is enforced
+        let foo30 = k.file(
+            "foo30.yaml",
+            &std::fs::read_to_string(&foo)
+                .unwrap()
+                .replace("replicas: 1", "replicas: 30"),
+        );
+        let (ok, _, err) = k.run(&["apply", "-f", &foo30]);
+        assert!(!ok);
+        assert!(err.contains("spec.replicas: Invalid value: 30: spec.replicas in body should be less than or equal to 10"), "{err}");
+
+        // -o yaml
+        let y: serde_json::Value =
+            serde_yaml::from_str(&k.ok(&["get", "foo", "example-foo", "-o", "yaml"])).unwrap();
+        assert_eq!(y["kind"], "Foo");
+        assert_eq!(y["spec"]["deploymentName"], "example-foo");
+        assert_eq!(
+            y["metadata"]["resourceVersion"],
+            obj.resource_version().to_string()
+        );
+
+        // describe and explain
+        let d = k.ok(&["describe", "foo", "example-foo"]);
+        assert!(
+            d.contains("Name:") && d.contains("example-foo") && d.contains("Replicas:"),
+            "{d}"
+        );
+        let e = k.ok(&["explain", "foo.spec"]);
+        assert!(
+            e.contains("replicas") && e.contains("Number of replicas of the Deployment."),
+            "{e}"
+        );
+
+        // --chunk-size pages through the list
+        let many: String = (0..7)
+            .map(|i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: page-{i}\n---\n"))
+            .collect();
+        let f = k.file("many.yaml", &many);
+        k.ok(&["apply", "-f", &f]);
+        s.clear_request_log();
+        let out = k.ok(&["get", "configmaps", "--chunk-size=3", "-o", "name"]);
+        let names: Vec<&str> = out.lines().collect();
+        assert_eq!(names.len(), 7, "{out}");
+        assert!(names.iter().all(|n| n.starts_with("configmap/page-")));
+        let lists: Vec<_> = s
+            .request_log()
+            .into_iter()
+            .filter(|r| r.verb == Some(Verb::List) && r.resource.as_deref() == Some("configmaps"))
+            .collect();
+        assert_eq!(lists.len(), 3, "three pages: {lists:?}");
+        assert!(lists.iter().skip(1).all(|r| r.query.contains("continue=")));
+        let table = k.ok(&["get", "configmaps"]);
+        assert!(
+            table.starts_with("NAME") && table.contains("DATA") && table.contains("page-6"),
+            "{table}"
+        );
+    });
+
+    // get --watch with a bounded life
+    let mut child = k
+        .cmd(&[
+            "get",
+            "configmaps",
+            "--watch",
+            "-o",
+            "name",
+            "--request-timeout=20s",
+        ])
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            match stdout.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    if String::from_utf8_lossy(&buf).contains("configmap/watched") {
+                        break;
+                    }
+                }
+            }
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    });
+    assert!(eventually(|| async { s.counters().active_watches >= 1 }).await);
+    assert_eq!(
+        c.post(
+            "/api/v1/namespaces/default/configmaps",
+            &cm("watched", json!({}))
+        )
+        .await
+        .status,
+        201
+    );
+    let seen = tokio::task::spawn_blocking(move || reader.join().unwrap())
+        .await
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen.contains("configmap/page-0") && seen.contains("configmap/watched"),
+        "{seen}"
+    );
+
+    tokio::task::block_in_place(|| {
+        assert!(k.ok(&["delete", "foo", "example-foo"]).contains("deleted"));
+        assert!(s
+            .objects()
+            .get("foos.samplecontroller.k8s.io", "default", "example-foo")
+            .is_none());
+        k.ok(&["delete", "-f", &crd]);
+    });
+    assert!(
+        eventually(|| async {
+            c.get("/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos")
+                .await
+                .status
+                == 404
+        })
+        .await
+    );
+}
