@@ -1,0 +1,8 @@
+//! The reflector's contracts RF1–RF9 against the testserver over real
+//! loopback HTTP, each test making the server misbehave the way its rule
+//! is about, with an informer-like consumer popping the DeltaFIFO into a
+//! ThreadSafeStore.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod list;
+mod support;
