@@ -22,7 +22,7 @@ pub enum ReflectorError {
     Watch(#[source] ClientError),
     /// The server ended a watch with an `ERROR` event.
     #[error("watch ended with an ERROR event: {0}")]
-    WatchEvent(Status),
+    WatchEvent(Box<Status>),
     /// A watch or list delivered an object of another kind than the one
     /// listed and watched (RF7).
     #[error("unexpected object: expected {expected}, got {got}")]
@@ -170,11 +170,11 @@ mod tests {
             ),
             (ReflectorError::WatchStart(api(403, None)), Recovery::Relist),
             (
-                ReflectorError::WatchEvent(Status::failure(410, "Expired", "too old")),
+                ReflectorError::WatchEvent(Box::new(Status::failure(410, "Expired", "too old"))),
                 Recovery::Relist,
             ),
             (
-                ReflectorError::WatchEvent(Status::failure(500, "InternalError", "x")),
+                ReflectorError::WatchEvent(Box::new(Status::failure(500, "InternalError", "x"))),
                 Recovery::Rewatch(None),
             ),
             (
@@ -207,7 +207,9 @@ mod tests {
     #[test]
     fn predicates_see_through_to_the_client_error() {
         assert!(ReflectorError::List(api(410, None)).is_expired());
-        assert!(ReflectorError::WatchEvent(Status::failure(410, "Gone", "")).is_expired());
+        assert!(
+            ReflectorError::WatchEvent(Box::new(Status::failure(410, "Gone", ""))).is_expired()
+        );
         assert_eq!(
             ReflectorError::List(api(429, Some(2))).retry_after(),
             Some(Duration::from_secs(2))

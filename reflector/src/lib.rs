@@ -1,17 +1,17 @@
 //! The Reflector: client-go's ListAndWatch, from the Kubernetes API into a
 //! [`DeltaFifo`](kcontrol_deltafifo::DeltaFifo).
 //!
-//! - [`ListerWatcher`]: what a reflector lists and watches through,
-//!   implemented for [`Api<K>`](kcontrol_client::Api) and for
+//! - [`ListerWatcher`] is what a reflector lists and watches through; it
+//!   is implemented for [`Api<K>`](kcontrol_client::Api) and for
 //!   [`ListWatch<K>`] (an `Api` with label and field selectors);
-//! - [`Reflector`]: lists (paged, streamed object by object into the FIFO)
+//! - [`Reflector`] lists (paged, streamed object by object into the FIFO)
 //!   or syncs through WatchList, then watches, with client-go's
-//!   resourceVersion rules, 410 handling, backoff and resyncs — the
-//!   contracts RF1–RF9 are listed on [`Reflector`];
-//! - [`ReflectorConfig`] and [`BackoffConfig`]: its options;
-//! - [`ReflectorError`]: what its error handler receives;
-//! - [`metrics`]: the [`ReflectorMetrics`] hooks, and with the `prometheus`
-//!   feature an exporter.
+//!   resourceVersion rules, 410 handling, backoff and resyncs; the
+//!   contracts RF1–RF9 are listed on its page;
+//! - [`ReflectorConfig`] and [`BackoffConfig`] hold its options;
+//! - [`ReflectorError`] is what its error handler receives;
+//! - [`metrics`] has the [`ReflectorMetrics`] hooks, and with the
+//!   `prometheus` feature an exporter.
 //!
 //! # Example
 //!

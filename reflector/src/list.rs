@@ -65,7 +65,7 @@ where
     /// The page size for a list at `rv` (client-go's pager choice): relists
     /// at a specific version go unpaged so the watch cache serves them,
     /// unless the server has shown it pages even at `"0"`.
-    fn page_limit(&self, rv: &str) -> Option<u32> {
+    pub(crate) fn page_limit(&self, rv: &str) -> Option<u32> {
         let size = self.config.page_size;
         if size == 0 {
             return None;

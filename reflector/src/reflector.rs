@@ -333,3 +333,59 @@ where
 fn error_stops(error: &ReflectorError) -> bool {
     error.is_fifo_closed()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn run_is_a_send_future_and_the_reflector_is_shareable() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Reflector<ConfigMap>>();
+        shareable::<Reflector<DynamicObject>>();
+        let client = kcontrol_client::Client::new(kcontrol_client::Config::new(
+            "http://127.0.0.1:1".parse().expect("a valid URL"),
+        ))
+        .expect("a client");
+        let api = kcontrol_client::Api::<ConfigMap>::all(client);
+        let reflector = Reflector::new(
+            Arc::new(api),
+            DeltaFifo::builder().build(),
+            ReflectorConfig::default(),
+        );
+        let run = reflector.run(CancellationToken::new());
+        assert_send(&run);
+        assert_eq!(reflector.last_sync_resource_version(), None);
+        assert_eq!(reflector.relist_resource_version(), "0");
+        reflector.state.lock().last_sync_rv = Some("12".into());
+        assert_eq!(reflector.relist_resource_version(), "12");
+        reflector.state.lock().last_rv_unavailable = true;
+        assert_eq!(reflector.relist_resource_version(), "");
+    }
+
+    #[test]
+    fn page_limits_follow_client_go() {
+        let client = kcontrol_client::Client::new(kcontrol_client::Config::new(
+            "http://127.0.0.1:1".parse().expect("a valid URL"),
+        ))
+        .expect("a client");
+        let api = kcontrol_client::Api::<ConfigMap>::all(client);
+        let reflector = Reflector::new(
+            Arc::new(api),
+            DeltaFifo::builder().build(),
+            ReflectorConfig::default().page_size(100),
+        );
+        assert_eq!(reflector.page_limit("0"), Some(100));
+        assert_eq!(reflector.page_limit(""), Some(100));
+        assert_eq!(
+            reflector.page_limit("42"),
+            None,
+            "relists read the watch cache"
+        );
+        reflector.state.lock().paginated_result = true;
+        assert_eq!(reflector.page_limit("42"), Some(100));
+    }
+}

@@ -171,7 +171,7 @@ where
             }
             WatchEvent::Error(status) => {
                 self.metrics.watch_event(WatchEventType::Error);
-                return Err(ReflectorError::WatchEvent(status));
+                return Err(ReflectorError::WatchEvent(Box::new(status)));
             }
         };
         // an event without a version (no real server sends one) is applied

@@ -155,7 +155,7 @@ where
                 }
                 WatchEvent::Error(status) => {
                     self.metrics.watch_event(WatchEventType::Error);
-                    return Err(ReflectorError::WatchEvent(status));
+                    return Err(ReflectorError::WatchEvent(Box::new(status)));
                 }
             }
         }

@@ -102,6 +102,35 @@ impl<K> std::fmt::Debug for ListStream<K> {
 }
 
 impl<K> ListStream<K> {
+    /// A stream over a list already decoded (for lister-watchers that get
+    /// whole pages, and tests).
+    pub fn from_list(list: ObjectList<K>) -> Self {
+        let mut stream = Self::with_source(Source::Decoded(list.items.into_iter()));
+        stream.metadata = Some(list.metadata);
+        stream.api_version = list.api_version;
+        stream.kind = list.kind;
+        stream.named("list".to_owned())
+    }
+
+    fn with_source(source: Source<K>) -> Self {
+        Self {
+            source,
+            what: String::new(),
+            metadata: None,
+            api_version: None,
+            kind: None,
+            items: 0,
+            complete: false,
+            done: false,
+            deadline: None,
+        }
+    }
+
+    fn named(mut self, what: String) -> Self {
+        self.what = what;
+        self
+    }
+
     /// The list's metadata (`resourceVersion`, `continue`,
     /// `remainingItemCount`), once it has been read: always after the
     /// stream ended, and earlier when the server sent it before the items
@@ -162,35 +191,6 @@ impl<K: DeserializeOwned> ListStream<K> {
             chunks_done: false,
         })
         .named(what.into())
-    }
-
-    /// A stream over a list already decoded (for lister-watchers that get
-    /// whole pages, and tests).
-    pub fn from_list(list: ObjectList<K>) -> Self {
-        let mut stream = Self::with_source(Source::Decoded(list.items.into_iter()));
-        stream.metadata = Some(list.metadata);
-        stream.api_version = list.api_version;
-        stream.kind = list.kind;
-        stream.named("list".to_owned())
-    }
-
-    fn with_source(source: Source<K>) -> Self {
-        Self {
-            source,
-            what: String::new(),
-            metadata: None,
-            api_version: None,
-            kind: None,
-            items: 0,
-            complete: false,
-            done: false,
-            deadline: None,
-        }
-    }
-
-    fn named(mut self, what: String) -> Self {
-        self.what = what;
-        self
     }
 
     /// Fails the stream with [`Error::Timeout`] if it has not ended after

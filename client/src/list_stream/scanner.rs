@@ -186,6 +186,14 @@ impl ValueScan {
     }
 }
 
+/// What a structural byte does.
+enum Transition {
+    /// Consume the byte and move to this state.
+    Consume(State),
+    /// A value starts at this byte: scan it in this state.
+    BeginValue(State),
+}
+
 /// The outcome of scanning container structure.
 enum Step {
     /// The container ends after this many bytes.
@@ -328,40 +336,48 @@ impl ListScanner {
 
     /// Handles one structural byte (not whitespace) outside any value.
     fn structural(&mut self, b: u8) -> Result<(), ScanError> {
-        let next = match (self.state, b) {
-            (State::Start, b'{') => State::KeyOrEnd { first: true },
-            (State::KeyOrEnd { .. }, b'"') => return Ok(self.begin(State::InKey)),
-            (State::KeyOrEnd { first: true }, b'}') | (State::AfterField, b'}') => State::Done,
-            (State::Colon, b':') => State::ValueStart,
+        match self.transition(b)? {
+            Transition::Consume(next) => {
+                self.advance(1);
+                self.state = next;
+            }
+            Transition::BeginValue(state) => {
+                self.value = ValueScan::default();
+                self.state = state;
+            }
+        }
+        Ok(())
+    }
+
+    /// Where a structural byte leads.
+    fn transition(&mut self, b: u8) -> Result<Transition, ScanError> {
+        Ok(match (self.state, b) {
+            (State::Start, b'{') => Transition::Consume(State::KeyOrEnd { first: true }),
+            (State::KeyOrEnd { .. }, b'"') => Transition::BeginValue(State::InKey),
+            (State::KeyOrEnd { first: true }, b'}') | (State::AfterField, b'}') => {
+                Transition::Consume(State::Done)
+            }
+            (State::Colon, b':') => Transition::Consume(State::ValueStart),
             (State::ValueStart, _) if self.key.as_deref() == Some("items") => {
                 if self.items_seen {
                     return Err(self.error("duplicate field \"items\""));
                 }
                 self.items_seen = true;
                 if b != b'[' {
-                    return Ok(self.begin(State::InValue));
+                    return Ok(Transition::BeginValue(State::InValue));
                 }
                 self.key = None;
-                State::ItemOrEnd { first: true }
+                Transition::Consume(State::ItemOrEnd { first: true })
             }
-            (State::ValueStart, _) => return Ok(self.begin(State::InValue)),
+            (State::ValueStart, _) => Transition::BeginValue(State::InValue),
             (State::ItemOrEnd { first: true }, b']') | (State::AfterItem, b']') => {
-                State::AfterField
+                Transition::Consume(State::AfterField)
             }
-            (State::ItemOrEnd { .. }, _) => return Ok(self.begin(State::InItem)),
-            (State::AfterItem, b',') => State::ItemOrEnd { first: false },
-            (State::AfterField, b',') => State::KeyOrEnd { first: false },
+            (State::ItemOrEnd { .. }, _) => Transition::BeginValue(State::InItem),
+            (State::AfterItem, b',') => Transition::Consume(State::ItemOrEnd { first: false }),
+            (State::AfterField, b',') => Transition::Consume(State::KeyOrEnd { first: false }),
             (state, b) => return Err(self.error(unexpected(state, b))),
-        };
-        self.advance(1);
-        self.state = next;
-        Ok(())
-    }
-
-    /// Starts scanning a value at the current byte.
-    fn begin(&mut self, state: State) {
-        self.value = ValueScan::default();
-        self.state = state;
+        })
     }
 
     /// Scans the value under way; its bytes once complete.

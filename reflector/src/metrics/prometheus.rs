@@ -39,17 +39,20 @@ fn list_histogram() -> Histogram {
 ///
 /// ```
 /// use kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics;
+/// use kcontrol_reflector::WatchEventType;
 /// use prometheus_client::registry::Registry;
 ///
 /// let mut registry = Registry::default();
 /// let families = PrometheusReflectorMetrics::new(&mut registry);
 /// let metrics = families.for_reflector("configmaps");
 /// metrics.list_started(false);
+/// metrics.watch_event(WatchEventType::Modified);
 /// metrics.last_resource_version("42");
 /// let mut text = String::new();
 /// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
 /// assert!(text.contains(r#"reflector_lists_total{name="configmaps"} 1"#));
 /// assert!(text.contains(r#"reflector_last_resource_version{name="configmaps"} 42"#));
+/// assert!(text.contains(r#"reflector_watch_events_total{name="configmaps",type="MODIFIED"} 1"#));
 /// ```
 #[derive(Clone, Debug)]
 pub struct PrometheusReflectorMetrics {
@@ -109,9 +112,23 @@ impl PrometheusReflectorMetrics {
 
     /// The metrics of the reflector called `name`.
     pub fn for_reflector(&self, name: &str) -> Arc<dyn ReflectorMetrics> {
+        let labels = vec![("name".to_owned(), name.to_owned())];
+        let with_type = |t: WatchEventType| {
+            let mut l = labels.clone();
+            l.push(("type".to_owned(), t.as_str().to_owned()));
+            l
+        };
+        let event_labels = [
+            with_type(WatchEventType::Added),
+            with_type(WatchEventType::Modified),
+            with_type(WatchEventType::Deleted),
+            with_type(WatchEventType::Bookmark),
+            with_type(WatchEventType::Error),
+        ];
         Arc::new(Named {
             families: self.clone(),
-            labels: vec![("name".to_owned(), name.to_owned())],
+            labels,
+            event_labels,
         })
     }
 }
@@ -120,6 +137,8 @@ impl PrometheusReflectorMetrics {
 struct Named {
     families: PrometheusReflectorMetrics,
     labels: Labels,
+    /// `labels` plus each event type, made once.
+    event_labels: [Labels; 5],
 }
 
 impl ReflectorMetrics for Named {
@@ -146,9 +165,15 @@ impl ReflectorMetrics for Named {
     }
 
     fn watch_event(&self, event: WatchEventType) {
-        let mut labels = self.labels.clone();
-        labels.push(("type".to_owned(), event.as_str().to_owned()));
-        self.families.events.get_or_create(&labels).inc();
+        let [added, modified, deleted, bookmark, error] = &self.event_labels;
+        let labels = match event {
+            WatchEventType::Added => added,
+            WatchEventType::Modified => modified,
+            WatchEventType::Deleted => deleted,
+            WatchEventType::Bookmark => bookmark,
+            WatchEventType::Error => error,
+        };
+        self.families.events.get_or_create(labels).inc();
     }
 
     fn resync(&self) {

@@ -4,5 +4,10 @@
 //! ThreadSafeStore.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod backoff;
+mod convergence;
+mod lifecycle;
 mod list;
 mod support;
+mod watch;
+mod watch_list;
