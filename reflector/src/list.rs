@@ -50,7 +50,6 @@ where
             state.last_rv_unavailable = false;
             state.synced_once = true;
         }
-        self.set_last_sync_rv(&listed.resource_version);
         self.metrics.list_finished(listed.items, started.elapsed());
         tracing::debug!(
             reflector = %self.config.name,
@@ -59,6 +58,7 @@ where
             items = listed.items,
             "listed"
         );
+        self.set_last_sync_rv(listed.resource_version);
         Ok(())
     }
 

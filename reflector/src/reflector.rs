@@ -246,9 +246,9 @@ where
     }
 
     /// Records a processed resourceVersion.
-    pub(crate) fn set_last_sync_rv(&self, rv: &str) {
-        self.state.lock().last_sync_rv = Some(rv.to_owned());
-        self.metrics.last_resource_version(rv);
+    pub(crate) fn set_last_sync_rv(&self, rv: String) {
+        self.metrics.last_resource_version(&rv);
+        self.state.lock().last_sync_rv = Some(rv);
     }
 
     /// The version a list asks for (RF1): `""` when the last one is

@@ -38,6 +38,9 @@ where
         let mut pending = initial;
         let mut bad_in_a_row = 0u32;
         loop {
+            // a WatchList stream already delivered the initial events: it
+            // is not a short watch if it ends right after them
+            let continued = pending.is_some();
             let stream = match pending.take() {
                 Some(stream) => stream,
                 None => match self.start_watch().await {
@@ -56,7 +59,7 @@ where
                 bad_in_a_row = 0;
             }
             match ended {
-                Ok(()) if events == 0 && elapsed < SHORT_WATCH => {
+                Ok(()) if events == 0 && elapsed < SHORT_WATCH && !continued => {
                     self.recover(ReflectorError::ShortWatch(elapsed), &mut bad_in_a_row)
                         .await?;
                 }
@@ -177,7 +180,7 @@ where
         // an event without a version (no real server sends one) is applied
         // but does not move the version the next watch starts from
         if let Some(rv) = rv.filter(|v| !v.is_empty()) {
-            self.set_last_sync_rv(&rv);
+            self.set_last_sync_rv(rv);
         }
         Ok(())
     }

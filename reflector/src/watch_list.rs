@@ -138,9 +138,9 @@ where
                         state.synced_once = true;
                         state.watch_list_incomplete = 0;
                     }
-                    self.set_last_sync_rv(&rv);
                     self.metrics.list_finished(items, started.elapsed());
                     tracing::debug!(reflector = %self.config.name, resource_version = %rv, items, "watch-list synced");
+                    self.set_last_sync_rv(rv);
                     return Ok(stream);
                 }
                 WatchEvent::Bookmark(_) => {
