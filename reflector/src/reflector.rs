@@ -25,8 +25,8 @@ use crate::error::ReflectorError;
 use crate::lister_watcher::{ListerWatcher, WatchEventStream};
 use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics};
 
-/// How often a waiting reflector checks whether its FIFO was closed.
-pub(crate) const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
+/// How often a running reflector checks whether its FIFO was closed.
+const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
 
 /// What the reflector has learned so far.
 #[derive(Debug, Default)]
@@ -167,8 +167,8 @@ where
     ///
     /// Returns promptly on shutdown, whatever it is doing (listing,
     /// watching, backing off): the list or watch under way is dropped, and
-    /// a relist under way deletes nothing. A closed FIFO is noticed at the
-    /// next change or within about half a second. A reflector runs once at
+    /// a relist under way deletes nothing. A closed FIFO ends it too, within
+    /// about half a second. A reflector runs once at
     /// a time: a second concurrent call returns at once.
     pub async fn run(&self, shutdown: CancellationToken) {
         if self.running.swap(true, Ordering::AcqRel) {
@@ -181,6 +181,7 @@ where
             let ended = tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
+                () = self.fifo_closed() => break,
                 Err(error) = self.list_and_watch() => error,
             };
             if error_stops(&ended) || self.fifo.is_closed() {
@@ -191,10 +192,20 @@ where
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
+                () = self.fifo_closed() => break,
                 () = tokio::time::sleep(delay) => {}
             }
         }
         tracing::debug!(reflector = %self.config.name, "reflector stops");
+    }
+
+    /// Completes once the FIFO is closed (checked every
+    /// [`CLOSED_CHECK_PERIOD`]: the FIFO has no close notification for
+    /// producers).
+    async fn fifo_closed(&self) {
+        while !self.fifo.is_closed() {
+            tokio::time::sleep(CLOSED_CHECK_PERIOD).await;
+        }
     }
 
     /// One ListAndWatch: sync, then watch (and resync) until something

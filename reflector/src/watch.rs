@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kcontrol_client::{WatchEvent, WatchParams};
-use kcontrol_deltafifo::FifoError;
 use kcontrol_indexer::Object;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -16,7 +15,7 @@ use crate::backoff::watch_timeout_seconds;
 use crate::error::{Recovery, ReflectorError};
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::WatchEventType;
-use crate::reflector::{Reflector, CLOSED_CHECK_PERIOD};
+use crate::reflector::Reflector;
 
 /// A watch that ends without events sooner than this counts as a failure.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -117,18 +116,8 @@ where
         mut stream: WatchEventStream<K>,
     ) -> (u64, Result<(), ReflectorError>) {
         let mut events = 0u64;
-        let mut closed_check = tokio::time::interval(CLOSED_CHECK_PERIOD);
         loop {
-            let item = tokio::select! {
-                item = stream.next() => item,
-                _ = closed_check.tick() => {
-                    if self.fifo.is_closed() {
-                        return (events, Err(FifoError::Closed.into()));
-                    }
-                    continue;
-                }
-            };
-            let result = match item {
+            let result = match stream.next().await {
                 None => return (events, Ok(())),
                 Some(Err(e)) => Err(ReflectorError::Watch(e)),
                 Some(Ok(event)) => self.handle_event(event),

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use kcontrol_client::{Error as ClientError, WatchEvent, WatchParams};
-use kcontrol_deltafifo::FifoError;
 use kcontrol_indexer::Object;
 use serde::de::DeserializeOwned;
 
@@ -17,7 +16,7 @@ use crate::backoff::watch_timeout_seconds;
 use crate::error::ReflectorError;
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::WatchEventType;
-use crate::reflector::{Reflector, CLOSED_CHECK_PERIOD};
+use crate::reflector::Reflector;
 
 /// Clean ends before the initial-events bookmark, in a row, after which the
 /// server is taken not to support WatchList.
@@ -94,18 +93,8 @@ where
     ) -> Result<WatchEventStream<K>, ReflectorError> {
         let mut replace = self.fifo.begin_replace()?;
         let mut items = 0u64;
-        let mut closed_check = tokio::time::interval(CLOSED_CHECK_PERIOD);
         loop {
-            let item = tokio::select! {
-                item = stream.next() => item,
-                _ = closed_check.tick() => {
-                    if self.fifo.is_closed() {
-                        return Err(FifoError::Closed.into());
-                    }
-                    continue;
-                }
-            };
-            let event = match item {
+            let event = match stream.next().await {
                 None => return Err(self.incomplete()),
                 Some(Err(e)) => return Err(ReflectorError::Watch(e)),
                 Some(Ok(event)) => event,

@@ -93,6 +93,28 @@ async fn closing_the_fifo_ends_run() {
         .await
         .expect("run returns once the FIFO is closed")
         .unwrap();
+
+    // mid-backoff too
+    server.faults().fail_next(10_000, Failure::InternalError);
+    let mut h = Harness::for_url(
+        server.url(),
+        ReflectorConfig::default().backoff(BackoffConfig {
+            initial: Duration::from_secs(60),
+            ..BackoffConfig::default()
+        }),
+    );
+    let errors = h.errors.clone();
+    wait_for("a failed list", DEADLINE, || {
+        !errors.lock().unwrap().is_empty()
+    })
+    .await;
+    let run = h.take_run();
+    h.fifo.close();
+    tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .expect("run returns once the FIFO is closed, even while backing off")
+        .unwrap();
+    server.faults().reset();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -49,11 +49,24 @@ async fn rf1_first_list_at_zero_then_relists_at_the_last_synced_version() {
     );
     // the relist asks for the version of the watch that was expired: the
     // last synced one (after the update), not "0" and not ""
-    let watches = requests(&server, Verb::Watch);
-    let expired_watch = watches
+    // the watch logged last before the relist is the one that got the
+    // ERROR event
+    let log: Vec<_> = server
+        .request_log()
+        .into_iter()
+        .filter(|r| r.resource.as_deref() == Some("configmaps"))
+        .collect();
+    let relist_at = log
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.verb == Some(Verb::List))
+        .nth(1)
+        .unwrap()
+        .0;
+    let expired_watch = log[..relist_at]
         .iter()
         .rev()
-        .find(|w| w.status == 200)
+        .find(|r| r.verb == Some(Verb::Watch))
         .expect("the watch that got the ERROR event");
     let relist_rv = param(&lists[1].query, "resourceVersion").unwrap();
     assert_eq!(
