@@ -71,6 +71,17 @@ impl OwnerIndex {
     }
 }
 
+/// Whether `a` and `b` give the owner index the same entries (same uid,
+/// same ownerReferences), so a write from one to the other leaves it as is.
+fn same_owner_entry(a: &StoredObject, b: &StoredObject) -> bool {
+    a.uid() == b.uid() && owner_refs_raw(a) == owner_refs_raw(b)
+}
+
+/// `metadata.ownerReferences` as stored.
+fn owner_refs_raw(o: &StoredObject) -> Option<&Value> {
+    meta::metadata(o.value())?.get("ownerReferences")
+}
+
 /// All stored objects of all resources.
 pub struct Store {
     rv: AtomicU64,
@@ -247,8 +258,8 @@ impl WriteTxn<'_> {
         let (obj, frame) = object::encode(kind, value, rv, key.to_owned())?;
         let obj = Arc::new(obj);
         self.state.objects.insert(key.to_owned(), obj.clone());
-        let loc = (self.rs.key.clone(), key.to_owned());
-        {
+        if !prev.as_ref().is_some_and(|p| same_owner_entry(p, &obj)) {
+            let loc = (self.rs.key.clone(), key.to_owned());
             let mut index = self.store.index.lock();
             if let Some(p) = &prev {
                 index.remove(&loc, p);

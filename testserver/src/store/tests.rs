@@ -143,6 +143,93 @@ fn owner_index_tracks_dependents() -> Result<(), StoreError> {
     Ok(())
 }
 
+mod owners {
+    //! The owner index against the objects: after any sequence of writes
+    //! (same or new uid, same, reordered or other owners, other fields)
+    //! and deletes, `locate_uid` and `dependents_of` answer what a scan of
+    //! the stored objects answers.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// key, uid, owner uids, data value
+        Put(u8, u8, Vec<u8>, u8),
+        Delete(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let owners = proptest::collection::vec(0u8..4, 0..3);
+        prop_oneof![
+            4 => (0u8..5, 0u8..3, owners, 0u8..3).prop_map(|(k, u, o, v)| Op::Put(k, u, o, v)),
+            1 => (0u8..5).prop_map(Op::Delete),
+        ]
+    }
+
+    fn object(k: u8, uid: &str, owners: &[u8], v: u8) -> Value {
+        let mut o = cm("ns", &format!("o{k}"), &v.to_string());
+        o["metadata"]["uid"] = json!(uid);
+        if !owners.is_empty() {
+            let refs: Vec<Value> = owners
+                .iter()
+                .map(|u| json!({"apiVersion": "v1", "kind": "X", "name": format!("x{u}"), "uid": format!("owner-{u}")}))
+                .collect();
+            o["metadata"]["ownerReferences"] = json!(refs);
+        }
+        o
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn index_matches_the_objects(ops in proptest::collection::vec(op(), 1..40)) {
+            let store = Store::new(10);
+            let rs = store.ensure_resource(&super::key());
+            // uids are unique per object, as the server hands them out:
+            // the uid of key `k` changes only with a generation counter
+            let mut generation = [0u32; 5];
+            for o in ops {
+                let mut tx = rs.write(&store);
+                match o {
+                    Op::Put(k, new_uid, owners, v) => {
+                        let g = generation.get_mut(usize::from(k)).ok_or_else(|| TestCaseError::fail("key"))?;
+                        if new_uid == 0 || tx.get(&format!("ns/o{k}")).is_none() {
+                            *g += 1;
+                        }
+                        let uid = format!("uid-{k}-{g}");
+                        tx.put(&format!("ns/o{k}"), object(k, &uid, &owners, v)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    }
+                    Op::Delete(k) => {
+                        tx.delete(&format!("ns/o{k}")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    }
+                }
+                drop(tx);
+                let stored: Vec<Arc<StoredObject>> = (0..5).filter_map(|k| rs.get(&format!("ns/o{k}"))).collect();
+                for (k, g) in generation.iter().enumerate() {
+                    for old in 0..=*g {
+                        let uid = format!("uid-{k}-{old}");
+                        let want = stored.iter().find(|o| o.uid() == uid).map(|o| (super::key(), o.key().to_owned()));
+                        prop_assert_eq!(store.locate_uid(&uid), want, "uid {}", uid);
+                    }
+                }
+                for u in 0..4 {
+                    let owner = format!("owner-{u}");
+                    let mut got = store.dependents_of(&owner);
+                    got.sort();
+                    let want: Vec<ObjectLocation> = stored
+                        .iter()
+                        .filter(|o| meta::owner_uids(o.value()).contains(&owner))
+                        .map(|o| (super::key(), o.key().to_owned()))
+                        .collect();
+                    prop_assert_eq!(got, want, "owner {}", owner);
+                }
+            }
+        }
+    }
+}
+
 mod model {
     //! The store against a plain model: after any sequence of writes, a
     //! list at any resourceVersion still inside the window equals the
