@@ -5,9 +5,11 @@
 //! `--json`, one JSON object a line.
 
 mod fixtures;
+mod queue;
 mod report;
 mod rss;
 mod store;
+mod testserver;
 
 use std::process::ExitCode;
 
@@ -26,6 +28,11 @@ enum Scenario {
     Fixtures,
     /// ThreadSafeStore: insert, update, get, by_index speed and memory per object.
     Store,
+    /// Work queue throughput: single thread, dedup, N workers, rate-limited
+    /// cycle, delayed items; each beside a channel carrying the same keys.
+    Queue,
+    /// The in-process API server: list MB/s, watch events/s, latency.
+    Testserver,
 }
 
 /// kcontrol benchmark harness.
@@ -46,6 +53,8 @@ fn main() -> ExitCode {
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
         Scenario::Store => store::bench(&mut report),
+        Scenario::Queue => queue::bench(&mut report),
+        Scenario::Testserver => testserver::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

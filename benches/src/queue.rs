@@ -1,0 +1,416 @@
+//! The `queue` scenarios: throughput of kcontrol-workqueue beside a
+//! crossbeam channel carrying the same `String` keys ("ns-N/name-M", what
+//! controllers queue) in the same process, without deduplication.
+//!
+//! | scenario | what |
+//! |---|---|
+//! | `single` | one thread adds 1,000,000 distinct keys, then gets and dones each |
+//! | `dedup` | 4 producers add 2,000,000 times from 1,000 keys (`add_ref`), 2 workers |
+//! | `dedup-owned` | the same with `add(key.clone())` |
+//! | `workers-N` | 2 producers add 1,000,000 distinct keys, N workers get and done |
+//! | `rate-limited` | `add_rate_limited` + `forget` cycles on 10,000 keys, default controller limiter |
+//! | `delayed` | 100,000 `add_after` with random 0–10 ms delays; lateness at `get` |
+//! | `delayed-paced` | the same, 20,000 calls at 100,000 a second: timer precision |
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use kcontrol_workqueue::{DelayingQueue, Queue, RateLimitingQueue};
+use serde_json::json;
+
+use crate::report::{row, Report};
+
+/// Key `i` as controllers queue them.
+fn key(i: usize) -> String {
+    format!("ns-{}/name-{i}", i % 100)
+}
+
+fn keys(n: usize) -> Vec<String> {
+    (0..n).map(key).collect()
+}
+
+fn per_sec(n: usize, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+fn ratio(value: f64, reference: f64) -> f64 {
+    if reference > 0.0 {
+        value / reference
+    } else {
+        0.0
+    }
+}
+
+/// Runs every queue scenario, or those named in the comma-separated
+/// `KCONTROL_QUEUE_SCENARIOS` (e.g. `single,dedup`).
+pub fn bench(report: &mut Report) -> Result<(), String> {
+    let only = std::env::var("KCONTROL_QUEUE_SCENARIOS").unwrap_or_default();
+    let run = |name: &str| only.is_empty() || only.split(',').any(|s| s.trim() == name);
+    if run("single") {
+        single(report);
+    }
+    if run("dedup") {
+        dedup(report, false);
+    }
+    if run("dedup-owned") {
+        dedup(report, true);
+    }
+    for workers in [1, 2, 8] {
+        if run(&format!("workers-{workers}")) {
+            workers_n(report, workers);
+        }
+    }
+    if run("rate-limited") {
+        rate_limited(report);
+    }
+    if run("delayed") {
+        delayed(report, "delayed", 100_000, None)?;
+    }
+    if run("delayed-paced") {
+        delayed(report, "delayed-paced", 20_000, Some(100_000))?;
+    }
+    Ok(())
+}
+
+fn throughput_row(report: &mut Report, scenario: &str, items: usize, secs: f64, reference: f64) {
+    let items_per_sec = per_sec(items, secs);
+    report.row(row([
+        ("scenario", json!(scenario)),
+        ("items", json!(items)),
+        ("seconds", json!(secs)),
+        ("items_per_sec", json!(items_per_sec)),
+        ("reference_items_per_sec", json!(reference)),
+        ("ratio", json!(ratio(items_per_sec, reference))),
+    ]));
+}
+
+// ---- single ----------------------------------------------------------------
+
+fn single(report: &mut Report) {
+    const N: usize = 1_000_000;
+    let queue: Queue<String> = Queue::new();
+    let input = keys(N);
+    let start = Instant::now();
+    for k in input {
+        queue.add(k);
+    }
+    let mut got = 0;
+    while let Some(k) = queue.try_get().into_item() {
+        queue.done(&k);
+        got += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    debug_assert_eq!(got, N);
+
+    let input = keys(N);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let start = Instant::now();
+    for k in input {
+        let _ = tx.send(k);
+    }
+    let mut n = 0;
+    while let Ok(k) = rx.try_recv() {
+        drop(k);
+        n += 1;
+    }
+    let reference = per_sec(n, start.elapsed().as_secs_f64());
+    throughput_row(report, "single", got, secs, reference);
+}
+
+// ---- dedup -----------------------------------------------------------------
+
+fn dedup(report: &mut Report, owned: bool) {
+    const PRODUCERS: usize = 4;
+    const WORKERS: usize = 2;
+    const ADDS: usize = 2_000_000;
+    const KEYS: usize = 1_000;
+    let pool = keys(KEYS);
+    let queue: Queue<String> = Queue::new();
+    let processed = AtomicUsize::new(0);
+    let start = Instant::now();
+    let adds_secs = thread::scope(|s| {
+        for _ in 0..WORKERS {
+            s.spawn(|| {
+                let mut n = 0;
+                while let Some(k) = queue.get() {
+                    queue.done(&k);
+                    n += 1;
+                }
+                processed.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (queue, pool) = (&queue, &pool);
+                s.spawn(move || {
+                    for i in 0..ADDS / PRODUCERS {
+                        let k = &pool[(i * 7 + p * 251) % KEYS];
+                        if owned {
+                            queue.add(k.clone());
+                        } else {
+                            queue.add_ref(k.as_str());
+                        }
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            let _ = p.join();
+        }
+        let adds_secs = start.elapsed().as_secs_f64();
+        queue.shut_down();
+        adds_secs
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let processed = processed.into_inner();
+
+    // Reference: the same adds through a channel, every one delivered.
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..WORKERS {
+            let rx = rx.clone();
+            s.spawn(move || while rx.recv().is_ok() {});
+        }
+        for p in 0..PRODUCERS {
+            let (tx, pool) = (tx.clone(), &pool);
+            s.spawn(move || {
+                for i in 0..ADDS / PRODUCERS {
+                    let _ = tx.send(pool[(i * 7 + p * 251) % KEYS].clone());
+                }
+            });
+        }
+        drop(tx);
+    });
+    let reference_secs = start.elapsed().as_secs_f64();
+    let items_per_sec = per_sec(processed, secs);
+    let reference = per_sec(ADDS, reference_secs);
+    report.row(row([
+        (
+            "scenario",
+            json!(if owned { "dedup-owned" } else { "dedup" }),
+        ),
+        ("items", json!(processed)),
+        ("seconds", json!(secs)),
+        ("items_per_sec", json!(items_per_sec)),
+        ("reference_items_per_sec", json!(reference)),
+        ("ratio", json!(ratio(items_per_sec, reference))),
+        ("adds", json!(ADDS)),
+        ("adds_per_sec", json!(per_sec(ADDS, adds_secs))),
+        ("reference_adds_per_sec", json!(reference)),
+    ]));
+}
+
+// ---- workers-N ---------------------------------------------------------------
+
+fn workers_n(report: &mut Report, workers: usize) {
+    const PRODUCERS: usize = 2;
+    const N: usize = 1_000_000;
+    let mut inputs: Vec<Vec<String>> = (0..PRODUCERS)
+        .map(|p| (0..N / PRODUCERS).map(|i| key(p * N + i)).collect())
+        .collect();
+    let queue: Queue<String> = Queue::new();
+    let processed = AtomicUsize::new(0);
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                let mut n = 0;
+                while let Some(k) = queue.get() {
+                    queue.done(&k);
+                    n += 1;
+                }
+                processed.fetch_add(n, Ordering::Relaxed);
+            });
+        }
+        let producers: Vec<_> = inputs
+            .drain(..)
+            .map(|input| {
+                let queue = &queue;
+                s.spawn(move || {
+                    for k in input {
+                        queue.add(k);
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            let _ = p.join();
+        }
+        queue.shut_down();
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let processed = processed.into_inner();
+
+    let mut inputs: Vec<Vec<String>> = (0..PRODUCERS)
+        .map(|p| (0..N / PRODUCERS).map(|i| key(p * N + i)).collect())
+        .collect();
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..workers {
+            let rx = rx.clone();
+            s.spawn(move || while rx.recv().is_ok() {});
+        }
+        for input in inputs.drain(..) {
+            let tx = tx.clone();
+            s.spawn(move || {
+                for k in input {
+                    let _ = tx.send(k);
+                }
+            });
+        }
+        drop(tx);
+    });
+    let reference = per_sec(N, start.elapsed().as_secs_f64());
+    throughput_row(
+        report,
+        &format!("workers-{workers}"),
+        processed,
+        secs,
+        reference,
+    );
+}
+
+// ---- rate-limited ------------------------------------------------------------
+
+fn rate_limited(report: &mut Report) {
+    const KEYS: usize = 10_000;
+    const ROUNDS: usize = 100;
+    let pool = keys(KEYS);
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        for k in &pool {
+            queue.add_rate_limited(k.clone());
+            queue.forget(k);
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    queue.shut_down();
+
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        for k in &pool {
+            let _ = tx.send(k.clone());
+            let _ = rx.try_recv();
+        }
+    }
+    let reference = per_sec(KEYS * ROUNDS, start.elapsed().as_secs_f64());
+    throughput_row(report, "rate-limited", KEYS * ROUNDS, secs, reference);
+}
+
+// ---- delayed -----------------------------------------------------------------
+
+/// A small deterministic generator (xorshift64*) for the delays.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+fn index_of(key: &str) -> Option<usize> {
+    key.rsplit_once("name-")?.1.parse().ok()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// `n` add_after calls with random 0–10 ms delays, as fast as possible or
+/// at `rate` calls a second (`delayed-paced`: the timer's precision when
+/// the consumer is not the bottleneck).
+fn delayed(report: &mut Report, scenario: &str, n: usize, rate: Option<u64>) -> Result<(), String> {
+    const MAX_DELAY_NANOS: u64 = 10_000_000;
+    let input = keys(n);
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let delays: Vec<Duration> = (0..n)
+        .map(|_| Duration::from_nanos(rng.next() % (MAX_DELAY_NANOS + 1)))
+        .collect();
+    let queue: DelayingQueue<String> = DelayingQueue::new();
+    let base = Instant::now();
+    let due: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let mut lateness_ms: Vec<f64> = Vec::with_capacity(n);
+    let mut add_secs = 0.0;
+    let mut drain_secs = 0.0;
+    thread::scope(|s| {
+        let consumer = thread::Builder::new()
+            .name("consumer".into())
+            .spawn_scoped(s, || {
+                let mut late = Vec::with_capacity(n);
+                while late.len() < n {
+                    let Some(k) = queue.get() else { break };
+                    let now = base.elapsed().as_nanos() as f64;
+                    if let Some(i) = index_of(&k) {
+                        let due = due[i].load(Ordering::Relaxed) as f64;
+                        late.push(((now - due) / 1e6).max(0.0));
+                    }
+                    queue.done(&k);
+                }
+                (late, base.elapsed().as_secs_f64())
+            });
+        let start = Instant::now();
+        for (i, (k, d)) in input.into_iter().zip(&delays).enumerate() {
+            if let Some(rate) = rate {
+                let slot = Duration::from_nanos(i as u64 * 1_000_000_000 / rate);
+                while start.elapsed() < slot {
+                    std::hint::spin_loop();
+                }
+            }
+            let at = base.elapsed() + *d;
+            due[i].store(at.as_nanos() as u64, Ordering::Relaxed);
+            queue.add_after(k, *d);
+        }
+        add_secs = start.elapsed().as_secs_f64();
+        if let Ok(Ok((late, end))) = consumer.map(|c| c.join()) {
+            lateness_ms = late;
+            drain_secs = end - start.duration_since(base).as_secs_f64();
+        }
+    });
+    queue.shut_down();
+    if lateness_ms.len() != n {
+        return Err(format!(
+            "{scenario}: got {} of {n} items",
+            lateness_ms.len()
+        ));
+    }
+    lateness_ms.sort_by(f64::total_cmp);
+
+    let input = keys(n);
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    let start = Instant::now();
+    for k in input {
+        let _ = tx.send(k);
+    }
+    let reference = per_sec(n, start.elapsed().as_secs_f64());
+    drop(rx);
+    let add_after_per_sec = per_sec(n, add_secs);
+    report.row(row([
+        ("scenario", json!(scenario)),
+        ("items", json!(n)),
+        ("seconds", json!(add_secs)),
+        ("items_per_sec", json!(add_after_per_sec)),
+        ("reference_items_per_sec", json!(reference)),
+        ("ratio", json!(ratio(add_after_per_sec, reference))),
+        ("add_after_per_sec", json!(add_after_per_sec)),
+        ("drain_seconds", json!(drain_secs)),
+        ("p50_lateness_ms", json!(percentile(&lateness_ms, 0.50))),
+        ("p99_lateness_ms", json!(percentile(&lateness_ms, 0.99))),
+    ]));
+    Ok(())
+}

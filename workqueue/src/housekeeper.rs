@@ -1,0 +1,169 @@
+//! The background thread of a delaying queue (and of a queue with
+//! metrics): it sleeps until the earliest scheduled item is due (or the
+//! next metrics update), moves due items into the queue, and sleeps again.
+//! No tokio runtime is needed, and it never polls: it waits on a condition
+//! variable with a deadline, and is kicked when an earlier item is
+//! scheduled or a fake clock jumps. It stops when the queue shuts down or
+//! its last handle is dropped (it holds only a weak reference).
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::task::{Wake, Waker};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::metrics::recorder::UPDATE_PERIOD;
+use crate::shared::Shared;
+use crate::Item;
+
+/// The shortest sleep of the background thread: it bounds its wake-ups to
+/// 5,000 a second when items come due continuously.
+const MIN_SLEEP: Duration = Duration::from_micros(200);
+
+/// How the background thread is told to look again or to stop.
+#[derive(Default)]
+pub(crate) struct Signal {
+    state: Mutex<SignalState>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct SignalState {
+    kicked: bool,
+    closed: bool,
+}
+
+impl Signal {
+    /// Makes the thread look again now.
+    pub(crate) fn kick(&self) {
+        let mut s = self.state.lock();
+        s.kicked = true;
+        self.cv.notify_one();
+    }
+
+    /// Makes the thread stop.
+    pub(crate) fn close(&self) {
+        let mut s = self.state.lock();
+        s.closed = true;
+        self.cv.notify_one();
+    }
+
+    /// Sleeps until kicked, closed or `timeout` passed (forever if `None`).
+    /// Returns false once closed.
+    fn wait(&self, timeout: Option<Duration>) -> bool {
+        let mut s = self.state.lock();
+        if !s.kicked && !s.closed {
+            match timeout {
+                Some(t) => {
+                    self.cv.wait_for(&mut s, t);
+                }
+                None => self.cv.wait(&mut s),
+            }
+        }
+        s.kicked = false;
+        !s.closed
+    }
+}
+
+impl Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.kick();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.kick();
+    }
+}
+
+/// Starts the background thread if it does not run yet. Called with the
+/// queue lock held (`running` is its flag).
+pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut bool) {
+    if *running {
+        return;
+    }
+    let Some(signal) = shared.signal.clone() else {
+        return;
+    };
+    let weak = Arc::downgrade(shared);
+    let name = if shared.name.is_empty() {
+        "workqueue".to_owned()
+    } else {
+        format!("workqueue-{}", shared.name)
+    };
+    let jump_waker = Waker::from(Arc::clone(&signal));
+    let spawned = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || run(&weak, &signal));
+    match spawned {
+        Ok(_) => {
+            shared.clock.on_jump(jump_waker);
+            *running = true;
+            shared.housekeeper_started.store(true, Ordering::Release);
+        }
+        Err(err) => {
+            // Retried at the next add_after; due items are still released
+            // by blocked threads and by queue operations.
+            tracing::error!(queue = %shared.name, error = %err, "cannot start the workqueue timer thread");
+        }
+    }
+}
+
+fn run<T: Item>(weak: &Weak<Shared<T>>, signal: &Signal) {
+    let mut next_metrics: Option<Instant> = None;
+    loop {
+        let timeout = match weak.upgrade() {
+            Some(shared) => match look(&shared, &mut next_metrics) {
+                Some(timeout) => timeout,
+                None => return,
+            },
+            None => return,
+        };
+        if !signal.wait(timeout) {
+            return;
+        }
+    }
+}
+
+/// One round: merge scheduled items, release due ones, update metrics
+/// when their time came, and tell how long to sleep (`None` inside: until
+/// kicked). `None`: stop.
+fn look<T: Item>(
+    shared: &Shared<T>,
+    next_metrics: &mut Option<Instant>,
+) -> Option<Option<Duration>> {
+    if let Some(intake) = &shared.intake {
+        intake.wake();
+    }
+    let mut locked = shared.lock();
+    let merges = shared.intake.as_ref().map(|i| i.merges());
+    let inner = &mut *locked.guard;
+    if inner.state.is_shutting_down() {
+        inner.housekeeper_running = false;
+        return None;
+    }
+    let now = shared.clock.now();
+    if let Some(metrics) = &inner.metrics {
+        if next_metrics.is_none_or(|t| t <= now) {
+            metrics.update_unfinished_work();
+            *next_metrics = now.checked_add(UPDATE_PERIOD);
+        }
+    }
+    let next_due = inner.delay.as_ref().and_then(|d| d.next_due());
+    let deadline = match (next_due, inner.metrics.as_ref().and(*next_metrics)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    drop(locked);
+    if let Some(intake) = &shared.intake {
+        intake.arm(deadline);
+        if intake.has_pending() || Some(intake.merges()) != merges {
+            // Scheduled meanwhile, maybe before the deadline: look again
+            // soon (not at once: producers may be busy).
+            return Some(Some(MIN_SLEEP));
+        }
+    }
+    // Sleep at least MIN_SLEEP: items due meanwhile are released together
+    // (threads blocked in `get` release them on time by themselves).
+    Some(deadline.map(|d| d.saturating_duration_since(now).max(MIN_SLEEP)))
+}

@@ -1,0 +1,363 @@
+//! [`Queue`]: the deduplicating FIFO work queue (client-go's
+//! `workqueue.Interface`), shared by cheap clones of one handle.
+//!
+//! Rules (DESIGN.md, WQ1–WQ4):
+//! - `add` of an item already waiting does nothing; items are handed out
+//!   in the order they were first added.
+//! - `add` of an item being processed marks it dirty: it is queued again,
+//!   once, when its `done` comes.
+//! - an item is never handed to two consumers at the same time.
+//! - after `shut_down`, adds are dropped; `get` hands out what is still
+//!   queued, then reports the shutdown.
+//!
+//! Misuse is harmless: `done` on an item that is not being processed (never
+//! handed out, or already done) does nothing; `add` after shutdown drops the
+//! item. Nothing panics and nothing is kept.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::hash::Hash;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use crate::clock::saturating_add;
+use crate::config::QueueConfig;
+use crate::get::{Drain, Get, ItemStream};
+use crate::shared::Shared;
+use crate::Item;
+
+/// Spins of a consumer that found the queue empty, before it sleeps.
+const SPINS: usize = 64;
+
+/// Result of a [`Queue::try_get`] or [`Queue::get_timeout`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TryGet<T> {
+    /// An item, now being processed: call `done` when finished with it.
+    Item(T),
+    /// Nothing waiting (or nothing came in time).
+    Empty,
+    /// The queue is shut down and nothing is left.
+    ShutDown,
+}
+
+impl<T> TryGet<T> {
+    /// The item, if one was handed out.
+    pub fn into_item(self) -> Option<T> {
+        match self {
+            Self::Item(item) => Some(item),
+            Self::Empty | Self::ShutDown => None,
+        }
+    }
+}
+
+/// A deduplicating FIFO work queue. Clones are handles to the same queue.
+///
+/// ```
+/// use kcontrol_workqueue::Queue;
+///
+/// let queue: Queue<String> = Queue::new();
+/// queue.add("default/a".to_owned());
+/// queue.add("default/a".to_owned()); // already waiting: no-op
+/// assert_eq!(queue.len(), 1);
+/// let key = queue.get().unwrap(); // blocks while the queue is empty
+/// queue.done(&key);
+/// queue.shut_down();
+/// assert!(queue.get().is_none());
+/// ```
+pub struct Queue<T: Item> {
+    pub(crate) shared: Arc<Shared<T>>,
+}
+
+impl<T: Item> Clone for Queue<T> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<T: Item> fmt::Debug for Queue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let locked = self.shared.lock();
+        f.debug_struct("Queue")
+            .field("name", &self.shared.name)
+            .field("len", &locked.guard.state.len())
+            .field("processing", &locked.guard.state.processing_len())
+            .field("shutting_down", &locked.guard.state.is_shutting_down())
+            .finish()
+    }
+}
+
+impl<T: Item> Default for Queue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Item> Queue<T> {
+    /// An unnamed queue without metrics.
+    pub fn new() -> Self {
+        Self::with_config(QueueConfig::new())
+    }
+
+    /// A queue with a name, metrics provider and clock from `config` (its
+    /// rate limiter is ignored: see [`crate::RateLimitingQueue`]).
+    pub fn with_config(config: QueueConfig<T>) -> Self {
+        Self::build(config, false)
+    }
+
+    pub(crate) fn build(config: QueueConfig<T>, delaying: bool) -> Self {
+        let metrics = config.recorder();
+        let retries = config.retries_metric();
+        let QueueConfig { name, clock, .. } = config;
+        let shared = Arc::new(Shared::new(name, clock, delaying, metrics, retries));
+        let queue = Self { shared };
+        {
+            let mut locked = queue.shared.lock();
+            if locked.guard.metrics.is_some() {
+                let inner = &mut *locked.guard;
+                crate::housekeeper::ensure_running(&queue.shared, &mut inner.housekeeper_running);
+            }
+        }
+        queue
+    }
+
+    /// The queue's name ("" when unnamed).
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Adds an item (client-go `Add`): queued at the back unless already
+    /// waiting; marked dirty if being processed; dropped after shutdown.
+    ///
+    /// Adding an item that is already waiting (the common case for a busy
+    /// object) takes no lock and writes no shared memory.
+    #[inline]
+    pub fn add(&self, item: T) {
+        let hash = self.shared.hash(&item);
+        if self.shared.try_add_hot(&item, hash) {
+            return;
+        }
+        self.shared.lock().add(item, hash);
+    }
+
+    /// Adds a borrowed item, cloning it only if it is queued (for example
+    /// `add_ref("ns/name")` on a `Queue<String>`): the cheapest add of an
+    /// item that is often already waiting.
+    #[inline]
+    pub fn add_ref<Q>(&self, item: &Q)
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
+    {
+        let hash = self.shared.hash(item);
+        if self.shared.try_add_hot(item, hash) {
+            return;
+        }
+        self.shared.lock().add_ref(item, hash);
+    }
+
+    /// Takes the next item, blocking the calling thread while the queue is
+    /// empty (client-go `Get`). `None` once the queue is shut down and
+    /// empty. Call [`Queue::done`] when finished with the item.
+    ///
+    /// Do not call this from an async task: use [`Queue::get_async`].
+    pub fn get(&self) -> Option<T> {
+        self.get_until(None).into_item()
+    }
+
+    /// Takes the next item without blocking.
+    pub fn try_get(&self) -> TryGet<T> {
+        let mut locked = self.shared.lock();
+        match locked.pop() {
+            Some(item) => TryGet::Item(item),
+            None if locked.guard.state.is_shutting_down() => TryGet::ShutDown,
+            None => TryGet::Empty,
+        }
+    }
+
+    /// Takes the next item, blocking at most `timeout`.
+    pub fn get_timeout(&self, timeout: Duration) -> TryGet<T> {
+        self.get_until(Some(saturating_add(Instant::now(), timeout)))
+    }
+
+    /// Blocks until an item comes, the queue shuts down or `deadline`
+    /// passes. A thread waiting on a delaying queue also wakes when the
+    /// next scheduled item is due, and moves it into the queue itself.
+    fn get_until(&self, deadline: Option<Instant>) -> TryGet<T> {
+        let mut locked = self.shared.lock();
+        let mut spun = false;
+        loop {
+            if let Some(item) = locked.pop() {
+                return TryGet::Item(item);
+            }
+            if locked.guard.state.is_shutting_down() {
+                return TryGet::ShutDown;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return TryGet::Empty;
+            }
+            if !spun {
+                // Before sleeping (a futex round trip for us and for the
+                // producer that must wake us), let go of the lock briefly:
+                // producers often bring an item within microseconds. With
+                // nothing scheduled, also yield the CPU once, to producers
+                // that share it; a consumer waiting for a due time does not
+                // (it would come back late).
+                spun = true;
+                let yield_once = locked.next_due_deadline().is_none();
+                let shared = &self.shared;
+                MutexGuard::unlocked(&mut locked.guard, || {
+                    for _ in 0..SPINS {
+                        if shared.claims.has_pending() {
+                            return;
+                        }
+                        std::hint::spin_loop();
+                    }
+                    if yield_once {
+                        std::thread::yield_now();
+                    }
+                });
+                locked.merge_claims();
+                locked.release_due();
+                continue;
+            }
+            let wake_at = match (locked.next_due_deadline(), deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            // Announce the sleep, then look for claims (see `try_add_hot`).
+            let waiting = &self.shared.consumers_waiting;
+            waiting.fetch_add(1, Ordering::SeqCst);
+            if self.shared.claims.has_pending() {
+                waiting.fetch_sub(1, Ordering::SeqCst);
+                locked.merge_claims();
+                continue;
+            }
+            locked.guard.waiters.sleeping += 1;
+            match wake_at {
+                Some(at) => {
+                    if self
+                        .shared
+                        .items_cv
+                        .wait_until(&mut locked.guard, at)
+                        .timed_out()
+                    {
+                        // Not notified: take our count back.
+                        let waiters = &mut locked.guard.waiters;
+                        waiters.sleeping = waiters.sleeping.saturating_sub(1);
+                    }
+                }
+                None => self.shared.items_cv.wait(&mut locked.guard),
+            }
+            waiting.fetch_sub(1, Ordering::SeqCst);
+            locked.merge_claims();
+            locked.release_due();
+        }
+    }
+
+    /// Takes the next item in an async task: resolves to `None` once the
+    /// queue is shut down and empty. Threads blocked in [`Queue::get`] and
+    /// tasks awaiting this share the items; cancelling the future loses
+    /// nothing.
+    pub fn get_async(&self) -> Get<'_, T> {
+        Get::new(&self.shared)
+    }
+
+    /// A stream of items for async consumers; it ends once the queue is
+    /// shut down and empty. Call [`Queue::done`] for each item.
+    pub fn stream(&self) -> ItemStream<T> {
+        ItemStream::new(self.clone())
+    }
+
+    /// Ends the processing of an item (client-go `Done`); if it was added
+    /// again meanwhile, it is queued again now. Harmless for an item that
+    /// is not being processed.
+    #[inline]
+    pub fn done<Q>(&self, item: &Q)
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        let hash = self.shared.hash(item);
+        // Claims first (an add claimed earlier stays ahead of a requeue);
+        // no release of due items here: consumers release them at `get`.
+        let mut locked = self.shared.lock_only();
+        locked.merge_claims();
+        locked.done(item, hash);
+    }
+
+    /// Number of items waiting to be handed out (not those being processed
+    /// nor, on a delaying queue, those whose time has not come).
+    pub fn len(&self) -> usize {
+        self.shared.lock().guard.state.len()
+    }
+
+    /// Whether no item is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of items being processed (handed out, not yet done).
+    pub fn processing_len(&self) -> usize {
+        self.shared.lock().guard.state.processing_len()
+    }
+
+    /// Starts shutting down: later adds are dropped, scheduled items are
+    /// forgotten, and consumers get what is queued, then `None`. Cancels a
+    /// [`Queue::shut_down_with_drain`] in progress (as client-go does).
+    pub fn shut_down(&self) {
+        self.shared.lock().shut_down(false);
+    }
+
+    /// Shuts down like [`Queue::shut_down`], then blocks until no item is
+    /// being processed. Items still waiting keep being handed out to
+    /// consumers that ask. Do not call it from a worker holding an item
+    /// (it would wait for itself) nor from an async task (use
+    /// [`Queue::shut_down_with_drain_async`]).
+    pub fn shut_down_with_drain(&self) {
+        let mut locked = self.shared.lock();
+        locked.shut_down(true);
+        while !locked.drained() {
+            locked.guard.waiters.drain_sleeping += 1;
+            self.shared.drain_cv.wait(&mut locked.guard);
+        }
+    }
+
+    /// [`Queue::shut_down_with_drain`] waiting at most `timeout`; returns
+    /// whether the drain finished.
+    pub fn shut_down_with_drain_timeout(&self, timeout: Duration) -> bool {
+        let deadline = saturating_add(Instant::now(), timeout);
+        let mut locked = self.shared.lock();
+        locked.shut_down(true);
+        while !locked.drained() {
+            locked.guard.waiters.drain_sleeping += 1;
+            if self
+                .shared
+                .drain_cv
+                .wait_until(&mut locked.guard, deadline)
+                .timed_out()
+            {
+                let waiters = &mut locked.guard.waiters;
+                waiters.drain_sleeping = waiters.drain_sleeping.saturating_sub(1);
+                return locked.drained();
+            }
+        }
+        true
+    }
+
+    /// [`Queue::shut_down_with_drain`] for async tasks: shuts down at once
+    /// and resolves when no item is being processed.
+    pub fn shut_down_with_drain_async(&self) -> Drain<'_, T> {
+        self.shared.lock().shut_down(true);
+        Drain::new(&self.shared)
+    }
+
+    /// Whether the queue is shutting down (client-go `ShuttingDown`).
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.lock().guard.state.is_shutting_down()
+    }
+}

@@ -1,0 +1,224 @@
+//! A token bucket shared by all items (client-go's `BucketRateLimiter`
+//! over `golang.org/x/time/rate`): `burst` tokens, refilled at `qps` per
+//! second. Each `when` reserves a token, even one that only comes in the
+//! future, and returns how long until it comes, exactly like `rate.Limiter`'s
+//! `Reserve().Delay()`: once the burst is spent, calls are spaced
+//! `1/qps` apart, and every call pushes later ones further out.
+//!
+//! Implemented as GCRA on one atomic integer (nanoseconds since the
+//! limiter was made): lock-free, exact, and saturating instead of
+//! overflowing.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{RateLimiter, RateLimiterError};
+use crate::clock::{Clock, RealClock};
+
+/// Token bucket: `burst` tokens, `qps` new tokens per second.
+pub struct BucketRateLimiter {
+    clock: Arc<dyn Clock>,
+    origin: Instant,
+    /// Nanoseconds between tokens.
+    interval: u64,
+    /// `burst * interval`: how far ahead of now reservations may run free.
+    tolerance: u64,
+    /// When the bucket will be full again, in nanoseconds since `origin`
+    /// (the "theoretical arrival time" of GCRA).
+    full_at: AtomicU64,
+    qps: f64,
+    burst: u32,
+}
+
+impl fmt::Debug for BucketRateLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BucketRateLimiter")
+            .field("qps", &self.qps)
+            .field("burst", &self.burst)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BucketRateLimiter {
+    /// A full bucket of `burst` tokens refilled at `qps` per second
+    /// (`f64::INFINITY`: no limit).
+    pub fn new(qps: f64, burst: u32) -> Result<Self, RateLimiterError> {
+        Self::with_clock(qps, burst, Arc::new(RealClock))
+    }
+
+    /// Like [`BucketRateLimiter::new`], reading time from `clock`.
+    pub fn with_clock(
+        qps: f64,
+        burst: u32,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, RateLimiterError> {
+        if qps.is_nan() || qps <= 0.0 {
+            return Err(RateLimiterError::InvalidQps(qps));
+        }
+        if burst == 0 {
+            return Err(RateLimiterError::ZeroBurst);
+        }
+        let interval = interval_nanos(qps);
+        let origin = clock.now();
+        Ok(Self {
+            clock,
+            origin,
+            interval,
+            tolerance: interval.saturating_mul(u64::from(burst)).min(MAX_AHEAD),
+            full_at: AtomicU64::new(0),
+            qps,
+            burst,
+        })
+    }
+
+    /// 10 qps, burst 100: the bucket of the default controller limiter.
+    pub fn default_controller() -> Self {
+        Self {
+            clock: Arc::new(RealClock),
+            origin: Instant::now(),
+            interval: 100_000_000,
+            tolerance: 100 * 100_000_000,
+            full_at: AtomicU64::new(0),
+            qps: 10.0,
+            burst: 100,
+        }
+    }
+
+    /// Reserves one token; returns how long until it is available.
+    pub fn reserve(&self) -> Duration {
+        let now = self.clock.now();
+        let now = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
+            .unwrap_or(u64::MAX);
+        let mut current = self.full_at.load(Ordering::Relaxed);
+        loop {
+            let next = current.max(now).saturating_add(self.interval);
+            match self.full_at.compare_exchange_weak(
+                current,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    let ready_at = next.saturating_sub(self.tolerance);
+                    return Duration::from_nanos(ready_at.saturating_sub(now));
+                }
+                Err(seen) => current = seen,
+            }
+        }
+    }
+}
+
+/// Bound of the interval and of the tolerance, so that reservations keep
+/// counting (and delays keep growing) long before the clock saturates.
+const MAX_AHEAD: u64 = u64::MAX / 4;
+
+/// Nanoseconds between tokens at `qps` (0 for an infinite rate).
+fn interval_nanos(qps: f64) -> u64 {
+    let nanos = (1e9 / qps).round();
+    if nanos >= MAX_AHEAD as f64 {
+        MAX_AHEAD
+    } else {
+        // in range and not NaN: qps > 0
+        nanos as u64
+    }
+}
+
+impl<T> RateLimiter<T> for BucketRateLimiter {
+    fn when(&self, _item: &T) -> Duration {
+        self.reserve()
+    }
+
+    fn forget(&self, _item: &T) {}
+
+    fn num_requeues(&self, _item: &T) -> u32 {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::FakeClock;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn wq6_bucket_allows_the_burst_then_spaces_by_one_over_qps() {
+        let clock = Arc::new(FakeClock::new());
+        let b = BucketRateLimiter::with_clock(10.0, 100, clock.clone()).unwrap();
+        for _ in 0..100 {
+            assert_eq!(b.reserve(), Duration::ZERO);
+        }
+        // reservations in the future push each other out
+        assert_eq!(b.reserve(), 100 * MS);
+        assert_eq!(b.reserve(), 200 * MS);
+        assert_eq!(b.reserve(), 300 * MS);
+        clock.step(250 * MS);
+        assert_eq!(b.reserve(), 150 * MS);
+        // after a long pause the bucket is full again, not fuller
+        clock.step(Duration::from_secs(3600));
+        for _ in 0..100 {
+            assert_eq!(b.reserve(), Duration::ZERO);
+        }
+        assert_eq!(b.reserve(), 100 * MS);
+        assert_eq!(RateLimiter::<u8>::num_requeues(&b, &1), 0);
+    }
+
+    #[test]
+    fn wq6_bucket_refills_at_qps() {
+        let clock = Arc::new(FakeClock::new());
+        let b = BucketRateLimiter::with_clock(2.0, 1, clock.clone()).unwrap();
+        assert_eq!(b.reserve(), Duration::ZERO);
+        assert_eq!(b.reserve(), 500 * MS);
+        clock.step(Duration::from_secs(1));
+        // the token reserved at +500 ms is spent; the next comes at +1 s
+        assert_eq!(b.reserve(), Duration::ZERO);
+    }
+
+    #[test]
+    fn wq6_bucket_rejects_bad_settings_and_saturates() {
+        assert_eq!(
+            BucketRateLimiter::new(0.0, 1).unwrap_err(),
+            RateLimiterError::InvalidQps(0.0)
+        );
+        assert!(BucketRateLimiter::new(f64::NAN, 1).is_err());
+        assert!(BucketRateLimiter::new(-1.0, 1).is_err());
+        assert_eq!(
+            BucketRateLimiter::new(1.0, 0).unwrap_err(),
+            RateLimiterError::ZeroBurst
+        );
+        let unlimited = BucketRateLimiter::new(f64::INFINITY, 1).unwrap();
+        for _ in 0..1000 {
+            assert_eq!(unlimited.reserve(), Duration::ZERO);
+        }
+        let slow = BucketRateLimiter::new(1e-30, 1).unwrap();
+        assert_eq!(slow.reserve(), Duration::ZERO);
+        for _ in 0..10 {
+            assert!(slow.reserve() > Duration::from_secs(1_000_000_000));
+        }
+    }
+
+    #[test]
+    fn wq6_bucket_is_exact_under_concurrency() {
+        let clock = Arc::new(FakeClock::new());
+        let b = Arc::new(BucketRateLimiter::with_clock(10.0, 100, clock).unwrap());
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let b = Arc::clone(&b);
+                std::thread::spawn(move || (0..1000).map(|_| b.reserve()).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut all: Vec<Duration> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        all.sort();
+        // every reservation got its own slot: 100 free, then one per 100 ms
+        for (i, d) in all.iter().enumerate() {
+            let expected = (i as u64).saturating_sub(99) * 100;
+            assert_eq!(*d, Duration::from_millis(expected), "reservation {i}");
+        }
+    }
+}
