@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use kcontrol_deltafifo::{DeltaFifo, PopError};
 use kcontrol_indexer::{Indexers, KnownObjects, Lister, Object, ThreadSafeStore};
+use kcontrol_reflector::{ErrorHandlerFn, ReflectorError, TransformFn};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -211,6 +212,46 @@ impl<K: Object> SharedIndexInformer<K> {
     /// added before start with a shorter period lowers it.
     pub fn resync_check_period(&self) -> Duration {
         self.lifecycle.lock().resync_check_period
+    }
+
+    /// Sets the function called with every list or watch failure
+    /// (client-go's `SetWatchErrorHandler`); only before start.
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let handler: ErrorHandlerFn = Arc::new(handler);
+        self.configure_reflector("the watch error handler", &mut |config| {
+            config.error_handler = Some(Arc::clone(&handler));
+        })
+    }
+
+    /// Sets the transform applied to objects before they are stored (IN5,
+    /// client-go's `SetTransform`); only before start. See
+    /// [`SharedIndexInformerBuilder::transform`](crate::SharedIndexInformerBuilder::transform).
+    pub fn set_transform(
+        &self,
+        transform: impl Fn(K) -> K + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let transform: TransformFn<K> = Arc::new(transform);
+        self.configure_reflector("the transform", &mut |config| {
+            config.transform = Some(Arc::clone(&transform));
+        })
+    }
+
+    fn configure_reflector(
+        &self,
+        what: &'static str,
+        change: &mut dyn FnMut(&mut kcontrol_reflector::ReflectorConfig<K>),
+    ) -> Result<(), InformerError> {
+        let lc = self.lifecycle.lock();
+        if lc.started || !self.source.configure(change) {
+            return Err(InformerError::AlreadyStarted {
+                informer: self.name.to_string(),
+                what,
+            });
+        }
+        Ok(())
     }
 
     pub(crate) fn stopped_error(&self) -> InformerError {

@@ -25,6 +25,7 @@ mod buffer;
 mod builder;
 mod clock;
 mod error;
+mod factory;
 mod handler;
 mod handlers;
 mod informer;
@@ -33,6 +34,7 @@ pub mod metrics;
 mod notification;
 mod process;
 mod processor;
+mod reflector_source;
 mod registration;
 mod source;
 mod synced;
@@ -42,6 +44,9 @@ mod tests;
 
 pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
+pub use factory::{
+    FactoryError, InformerFactory, InformerFactoryBuilder, InformerKey, InformerScope,
+};
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use handlers::MINIMUM_RESYNC_PERIOD;
 pub use informer::SharedIndexInformer;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::Object;
+use kcontrol_reflector::ReflectorConfig;
 use tokio_util::sync::CancellationToken;
 
 /// Asked on each resync check whether any handler is due for a resync.
@@ -31,6 +32,13 @@ pub(crate) type SourceFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Fills an informer's FIFO.
 pub(crate) trait Source<K: Object>: Send + Sync + 'static {
+    /// Changes the reflector's options before start; `false` if it has
+    /// started (or has no such options).
+    fn configure(&self, change: &mut dyn FnMut(&mut ReflectorConfig<K>)) -> bool {
+        let _ = change;
+        false
+    }
+
     /// The future that lists, watches and resyncs into `ctx.fifo` until
     /// `ctx.shutdown` is cancelled (or the FIFO is closed).
     fn start(&self, ctx: SourceContext<K>) -> SourceFuture;

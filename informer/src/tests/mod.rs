@@ -291,7 +291,11 @@ impl Harness {
         ) -> SharedIndexInformerBuilder<ConfigMap>,
     ) -> Self {
         let source = Arc::new(FeedSource::default());
-        let informer = configure(SharedIndexInformerBuilder::with_source(source.clone())).build();
+        let feed: Arc<dyn crate::source::Source<ConfigMap>> = source.clone();
+        let informer = configure(SharedIndexInformerBuilder::with_source(Box::new(
+            move |_| feed,
+        )))
+        .build();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
