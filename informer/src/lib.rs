@@ -20,6 +20,58 @@
 //!
 //! [`metrics`] has the [`InformerMetrics`] hooks (handler notifications,
 //! buffer depth, sync state) and, with the `prometheus` feature, an exporter.
+//!
+//! An [`InformerFactory`] hands out one shared informer per resource (and
+//! namespace and selectors), starts them all and waits for them all.
+//!
+//! # Example
+//!
+//! A controller's start-up against the in-process API server: a shared
+//! informer, a handler, the cache-sync barrier, then reads through a lister.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use kcontrol_client::{Client, Config};
+//! use kcontrol_indexer::{k8s_openapi::api::core::v1::ConfigMap, meta_namespace_key, Object};
+//! use kcontrol_informer::{wait_for_cache_sync_timeout, InformerFactory, ResourceEventHandlerFuncs};
+//! use kcontrol_testserver::TestServer;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = TestServer::start().await?;
+//! let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}});
+//! server.objects().create("configmaps", "default", cm)?;
+//!
+//! let client = Client::new(Config::new(server.url().parse()?))?;
+//! let factory = InformerFactory::new(client, Duration::from_secs(300));
+//! let configmaps = factory.informer::<ConfigMap>();
+//!
+//! // A handler turns events into work-queue keys; here it just collects them.
+//! let (keys, rx) = std::sync::mpsc::channel();
+//! let keys = std::sync::Mutex::new(keys);
+//! let registration = configmaps.add_event_handler(
+//!     ResourceEventHandlerFuncs::new()
+//!         .add_func(move |cm: &Arc<ConfigMap>, _initial| {
+//!             let _ = keys.lock().unwrap().send(meta_namespace_key(cm.as_ref()).unwrap());
+//!         }),
+//! )?;
+//!
+//! let shutdown = CancellationToken::new();
+//! factory.start(&shutdown)?;
+//! // Ready once the store holds the initial list and the handler has seen it.
+//! wait_for_cache_sync_timeout(Duration::from_secs(30), &shutdown, &[&*configmaps, &registration]).await?;
+//! assert_eq!(rx.try_recv()?, "default/settings");
+//! let lister = configmaps.lister();
+//! assert!(lister.namespaced("default").get("settings").is_some());
+//!
+//! shutdown.cancel();
+//! factory.shutdown().await;
+//! assert!(configmaps.is_stopped());
+//! # Ok(())
+//! # }
+//! ```
 
 mod buffer;
 mod builder;

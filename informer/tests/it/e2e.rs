@@ -397,3 +397,53 @@ async fn in5_the_transform_drops_managed_fields_before_storing() {
         run.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_list_informer_syncs_and_follows_like_a_listing_one() {
+    let server = server().await;
+    for i in 0..50 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("c{i}"), "0"))
+            .unwrap();
+    }
+    let streaming = informer_of(&server, "default").use_watch_list(true).build();
+    let listing = informer_of(&server, "default").build();
+    let (rs, rl) = (Recorder::new(), Recorder::new());
+    let regs = [
+        streaming.add_event_handler(Arc::clone(&rs)).unwrap(),
+        listing.add_event_handler(Arc::clone(&rl)).unwrap(),
+    ];
+    let runs = [
+        Running::start(Arc::clone(&streaming)),
+        Running::start(Arc::clone(&listing)),
+    ];
+    let token = CancellationToken::new();
+    let all: [&dyn HasSynced; 2] = [&regs[0], &regs[1]];
+    bounded(wait_for_cache_sync_timeout(DEADLINE, &token, &all))
+        .await
+        .unwrap();
+    assert_eq!(rs.view(), server_view(&server, Some("default")));
+    assert!(rs
+        .log()
+        .iter()
+        .all(|e| matches!(e, Event::Add { initial: true, .. })));
+    server
+        .objects()
+        .update("configmaps", "default", cm("c3", "1"))
+        .unwrap();
+    server
+        .objects()
+        .delete("configmaps", "default", "c4")
+        .unwrap();
+    let want = server_view(&server, Some("default"));
+    assert!(eventually(|| rs.view() == want && rl.view() == want).await);
+    assert_eq!(
+        view_of(&streaming.store().list()),
+        view_of(&listing.store().list())
+    );
+    assert!(rs.errors().is_empty() && rl.errors().is_empty());
+    for run in runs {
+        run.stop().await;
+    }
+}
