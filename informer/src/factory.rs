@@ -37,6 +37,8 @@ pub struct InformerKey {
     /// The Rust type's name (a typed and a dynamic informer of the same
     /// resource are two informers).
     pub type_name: &'static str,
+    /// The Rust type of the objects (what is compared; the name is for people).
+    type_id: TypeId,
 }
 
 impl fmt::Display for InformerKey {
@@ -365,6 +367,7 @@ impl InformerFactory {
 
     fn key<K: 'static>(resource: &ApiResource, scope: &InformerScope) -> InformerKey {
         InformerKey {
+            type_id: TypeId::of::<K>(),
             resource: format!("{}.{}", resource.plural, resource.api_version()),
             namespace: scope.namespace.clone().filter(|_| resource.namespaced),
             label_selector: scope.label_selector.clone(),

@@ -271,6 +271,10 @@ impl<K: Object> SharedIndexInformer<K> {
     /// client-go). A second call returns at once; a stopped informer
     /// cannot be run again.
     pub async fn run(&self, shutdown: CancellationToken) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(informer = %self.name, "SharedIndexInformer::run must be polled on a tokio runtime; not started");
+            return;
+        };
         let Some((fifo, check_period)) = self.start() else {
             return;
         };
@@ -283,7 +287,7 @@ impl<K: Object> SharedIndexInformer<K> {
             should_resync,
             shutdown: source_shutdown.clone(),
         });
-        let mut source = tokio::spawn(source);
+        let mut source = runtime.spawn(source);
         tracing::debug!(informer = %self.name, "informer started");
 
         let source_ended = self.process_loop(&fifo, &shutdown, &mut source).await;

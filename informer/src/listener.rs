@@ -188,13 +188,13 @@ impl<K: Send + Sync + 'static> Listener<K> {
     ) -> std::io::Result<oneshot::Receiver<()>> {
         let (done_tx, done_rx) = oneshot::channel();
         let this = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("{informer}/{}", self.name))
-            .spawn(move || {
-                this.work();
-                drop(this);
-                let _ = done_tx.send(());
-            })?;
+        // A NUL would make the name invalid (and `spawn` panic).
+        let name = format!("{informer}/{}", self.name).replace('\0', "");
+        std::thread::Builder::new().name(name).spawn(move || {
+            this.work();
+            drop(this);
+            let _ = done_tx.send(());
+        })?;
         Ok(done_rx)
     }
 

@@ -313,3 +313,15 @@ fn in4_a_stopped_informer_takes_no_handlers_and_does_not_restart() {
         .unwrap()
         .block_on(async move { inf.run(CancellationToken::new()).await });
 }
+
+#[test]
+fn run_outside_a_tokio_runtime_starts_nothing_and_odd_names_are_fine() {
+    let h = Harness::new(|b| b.name("odd\0informer"));
+    let reg = h
+        .informer
+        .add_event_handler_with_options(Recorder::new(), HandlerOptions::new().name("nul\0name"))
+        .unwrap();
+    assert_eq!(reg.name(), "nul\0name");
+    futures::executor::block_on(h.informer.run(CancellationToken::new()));
+    assert!(!h.informer.has_started());
+}
