@@ -289,6 +289,13 @@ impl<K: Object> SharedIndexInformer<K> {
         });
         let mut source = runtime.spawn(source);
         tracing::debug!(informer = %self.name, "informer started");
+        // If this future is dropped before it ends, stop everything anyway.
+        let mut guard = RunGuard {
+            informer: self,
+            fifo: &fifo,
+            source_shutdown: &source_shutdown,
+            armed: true,
+        };
 
         let source_ended = self.process_loop(&fifo, &shutdown, &mut source).await;
         source_shutdown.cancel();
@@ -298,7 +305,12 @@ impl<K: Object> SharedIndexInformer<K> {
                 tracing::error!(informer = %self.name, error = %e, "the informer's reflector task failed");
             }
         }
-        self.stop().await;
+        guard.armed = false;
+        let done = self.mark_stopped();
+        for d in done {
+            let _ = d.await;
+        }
+        tracing::debug!(informer = %self.name, "informer stopped");
     }
 
     /// Marks the informer started and creates its FIFO; `None` if it
@@ -359,18 +371,33 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 
-    /// Marks the informer stopped, stops every handler and waits for their
-    /// threads to end.
-    async fn stop(&self) {
-        let done = {
-            let mut lc = self.lifecycle.lock();
-            lc.stopped = true;
-            self.processor.stop_all()
-        };
-        for d in done {
-            let _ = d.await;
+    /// Marks the informer stopped and stops every handler; what it returns
+    /// completes as their threads end.
+    fn mark_stopped(&self) -> Vec<tokio::sync::oneshot::Receiver<()>> {
+        let mut lc = self.lifecycle.lock();
+        lc.stopped = true;
+        self.processor.stop_all()
+    }
+}
+
+/// Stops a running informer whose `run` future is dropped before it ends
+/// (its task aborted, or a `select!` that moved on): the reflector task is
+/// cancelled, the FIFO closed, and the handler threads told to end.
+struct RunGuard<'a, K: Object> {
+    informer: &'a SharedIndexInformer<K>,
+    fifo: &'a DeltaFifo<K>,
+    source_shutdown: &'a CancellationToken,
+    armed: bool,
+}
+
+impl<K: Object> Drop for RunGuard<'_, K> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.source_shutdown.cancel();
+            self.fifo.close();
+            drop(self.informer.mark_stopped());
+            tracing::debug!(informer = %self.informer.name, "informer stopped (its run was dropped)");
         }
-        tracing::debug!(informer = %self.name, "informer stopped");
     }
 }
 

@@ -325,3 +325,27 @@ fn run_outside_a_tokio_runtime_starts_nothing_and_odd_names_are_fine() {
     futures::executor::block_on(h.informer.run(CancellationToken::new()));
     assert!(!h.informer.has_started());
 }
+
+#[test]
+fn dropping_the_run_future_stops_the_informer_and_its_handlers() {
+    let h = Harness::new(|b| b);
+    let r = Recorder::new();
+    h.informer.add_event_handler(Arc::clone(&r)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let inf = Arc::clone(&h.informer);
+    runtime.block_on(async {
+        let run = inf.run(CancellationToken::new());
+        // poll it a little, then drop it
+        let _ = tokio::time::timeout(Duration::from_millis(20), run).await;
+    });
+    assert!(h.informer.is_stopped());
+    assert!(h.source.fifo().unwrap().is_closed());
+    assert!(
+        eventually(|| Arc::strong_count(&r) == 1),
+        "handler thread ended"
+    );
+    assert!(h.informer.add_event_handler(Recorder::new()).is_err());
+}
