@@ -11,6 +11,7 @@ mod in2_late_handlers;
 mod in3_notifications;
 mod in4_resync_sync_removal;
 mod in6_wait;
+mod indexers;
 mod metrics;
 mod model;
 

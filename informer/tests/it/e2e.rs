@@ -447,3 +447,33 @@ async fn a_watch_list_informer_syncs_and_follows_like_a_listing_one() {
         run.stop().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_error_handler_hears_failures_and_is_set_before_start() {
+    let server = server().await;
+    server
+        .objects()
+        .create("configmaps", "default", cm("a", "0"))
+        .unwrap();
+    let informer = informer_of(&server, "default").build();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&errors);
+    informer
+        .set_watch_error_handler(move |err| sink.lock().push(err.to_string()))
+        .unwrap();
+    server
+        .faults()
+        .fail_next(2, kcontrol_testserver::Failure::ServiceUnavailable);
+    let run = Running::start(Arc::clone(&informer));
+    assert!(
+        eventually(|| informer.has_synced()).await,
+        "synced after the failures"
+    );
+    assert!(errors.lock().len() >= 2, "{:?}", errors.lock());
+    assert!(matches!(
+        informer.set_watch_error_handler(|_| {}),
+        Err(kcontrol_informer::InformerError::AlreadyStarted { .. })
+    ));
+    assert!(informer.set_transform(|cm| cm).is_err());
+    run.stop().await;
+}
