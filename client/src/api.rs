@@ -118,7 +118,7 @@ impl<K> Api<K> {
         &self.client
     }
 
-    fn collection_path(&self, namespace: Option<&str>) -> Result<String, Error> {
+    pub(crate) fn collection_path(&self, namespace: Option<&str>) -> Result<String, Error> {
         ResourcePath::of(&self.resource)
             .maybe_namespace(namespace)
             .build()
@@ -160,7 +160,7 @@ impl<K> Api<K> {
     }
 }
 
-fn request(
+pub(crate) fn request(
     method: Method,
     uri: &str,
     body: Vec<u8>,

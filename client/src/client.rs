@@ -174,6 +174,11 @@ impl Client {
         self.inner.max_watch_frame_size
     }
 
+    /// The configured request timeout.
+    pub(crate) fn request_timeout(&self) -> Option<Duration> {
+        self.inner.request_timeout
+    }
+
     /// The absolute URI for a request URI holding a path and query.
     fn full_uri(&self, uri: &http::Uri) -> Result<http::Uri, Error> {
         let path_and_query = uri.path_and_query().map_or("/", |pq| pq.as_str());
@@ -186,7 +191,7 @@ impl Client {
     }
 
     /// Maps a transport error, naming TLS failures precisely.
-    fn transport_error(
+    pub(crate) fn transport_error(
         &self,
         error: Box<dyn std::error::Error + Send + Sync>,
         connecting: bool,
@@ -256,7 +261,7 @@ impl Client {
     }
 
     /// Turns an HTTP error response into an [`Error::Api`].
-    async fn error_response(&self, response: Response<Incoming>) -> Error {
+    pub(crate) async fn error_response(&self, response: Response<Incoming>) -> Error {
         let code = response.status().as_u16();
         let retry_after = response
             .headers()

@@ -5,9 +5,11 @@
 //! limiting.
 //!
 //! Built to be what client-go's `rest` and `tools/cache` ListerWatcher need:
-//! lists decode straight into [`ObjectList<K>`], watches into
-//! [`WatchEvent<K>`], and every failure is an [`Error`] with predicates such
-//! as [`Error::is_expired`] and [`Error::retry_after`].
+//! lists decode straight into [`ObjectList<K>`] (or, through
+//! [`Api::list_stream`], one item at a time into a [`ListStream<K>`], so a
+//! list of any size is never held whole), watches into [`WatchEvent<K>`],
+//! and every failure is an [`Error`] with predicates such as
+//! [`Error::is_expired`] and [`Error::retry_after`].
 //!
 //! # Example
 //!
@@ -69,6 +71,7 @@ pub mod config;
 pub mod discovery;
 mod error;
 pub mod events;
+pub mod list_stream;
 mod params;
 pub mod path;
 mod ratelimit;
@@ -87,6 +90,7 @@ pub use config::{
 };
 pub use discovery::{DiscoveredResource, Discovery};
 pub use error::{ApiError, BoxError, Error};
+pub use list_stream::ListStream;
 pub use params::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
     ResourceVersionMatch, WatchParams,

@@ -4,10 +4,12 @@
 //! the garbage collector. Past states (exact-resourceVersion lists and
 //! continue tokens) are read by rolling the retained history back, so the
 //! history window plays the role of both kube's watch cache and etcd's
-//! compaction horizon.
+//! compaction horizon. A rank index of the keys counts the items after a
+//! page without walking them.
 
 mod continue_token;
 mod history;
+mod key_ranks;
 mod object;
 
 pub(crate) use continue_token::ContinueToken;
@@ -18,6 +20,7 @@ pub use object::{EventType, StoredObject};
 use crate::meta;
 use crate::resource::StorageKey;
 use history::History;
+use key_ranks::KeyRanks;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -69,6 +72,17 @@ impl OwnerIndex {
                 .insert(loc.clone());
         }
     }
+}
+
+/// Whether `a` and `b` give the owner index the same entries (same uid,
+/// same ownerReferences), so a write from one to the other leaves it as is.
+fn same_owner_entry(a: &StoredObject, b: &StoredObject) -> bool {
+    a.uid() == b.uid() && owner_refs_raw(a) == owner_refs_raw(b)
+}
+
+/// `metadata.ownerReferences` as stored.
+fn owner_refs_raw(o: &StoredObject) -> Option<&Value> {
+    meta::metadata(o.value())?.get("ownerReferences")
 }
 
 /// All stored objects of all resources.
@@ -175,6 +189,8 @@ impl Store {
 /// The state under a resource's lock.
 pub(crate) struct ResourceState {
     objects: BTreeMap<String, Arc<StoredObject>>,
+    /// The keys of `objects`, with ranks.
+    keys: KeyRanks,
     history: History,
 }
 
@@ -247,8 +263,11 @@ impl WriteTxn<'_> {
         let (obj, frame) = object::encode(kind, value, rv, key.to_owned())?;
         let obj = Arc::new(obj);
         self.state.objects.insert(key.to_owned(), obj.clone());
-        let loc = (self.rs.key.clone(), key.to_owned());
-        {
+        if prev.is_none() {
+            self.state.keys.insert(key);
+        }
+        if !prev.as_ref().is_some_and(|p| same_owner_entry(p, &obj)) {
+            let loc = (self.rs.key.clone(), key.to_owned());
             let mut index = self.store.index.lock();
             if let Some(p) = &prev {
                 index.remove(&loc, p);
@@ -271,6 +290,7 @@ impl WriteTxn<'_> {
         meta::set_meta_str(&mut value, "resourceVersion", &rv.to_string());
         let (obj, frame) = object::encode(EventType::Deleted, value, rv, key.to_owned())?;
         self.state.objects.remove(key);
+        self.state.keys.remove(key);
         self.store
             .index
             .lock()
@@ -290,6 +310,7 @@ impl ResourceStore {
             key,
             state: RwLock::new(ResourceState {
                 objects: BTreeMap::new(),
+                keys: KeyRanks::default(),
                 history: History::new(capacity, start_rv),
             }),
             seq_tx: watch::Sender::new(0),
@@ -383,20 +404,24 @@ impl ResourceStore {
         let st = self.state.read();
         let current = store.current_rv();
         let rv = q.at_rv.unwrap_or(current).min(current);
-        let mut overrides: BTreeMap<String, Option<Arc<StoredObject>>> = BTreeMap::new();
         if rv < st.history.floor_rv() {
             return Err(TooOld {
                 floor: st.history.floor_rv(),
             });
         }
+        let start = q.start.as_ref().map(|s| format!("{}{s}", q.prefix));
+        // the listed keys written after `rv`, with their state at `rv`
+        let mut overrides: BTreeMap<String, Option<Arc<StoredObject>>> = BTreeMap::new();
         if st.history.last_rv().is_some_and(|last| last > rv) {
             for ev in st.history.events_after(rv) {
-                overrides
-                    .entry(ev.object.key().to_owned())
-                    .or_insert_with(|| ev.prev.clone());
+                let key = ev.object.key();
+                if key.starts_with(q.prefix.as_str()) && start.as_deref().is_none_or(|s| key >= s) {
+                    overrides
+                        .entry(key.to_owned())
+                        .or_insert_with(|| ev.prev.clone());
+                }
             }
         }
-        let start = q.start.as_ref().map(|s| format!("{}{s}", q.prefix));
         let current_iter =
             range(&st.objects, &q.prefix, start.as_deref()).map(|(k, v)| (k, Some(v)));
         let override_iter =
@@ -418,7 +443,7 @@ impl ResourceStore {
         let mut remaining = None;
         if let Some(k) = &last_key {
             let rest = if q.count_remaining {
-                merged.count() as u64
+                count_after(&st, &overrides, &q.prefix, k)
             } else {
                 u64::from(merged.next().is_some())
             };
@@ -438,6 +463,34 @@ impl ResourceStore {
             remaining,
         })
     }
+}
+
+/// Keys after `last` (a key starting with `prefix`) that start with
+/// `prefix`, in the current keys with `overrides` (every listed key written
+/// after the listed version, with its state then) applied: O(log n) for the
+/// current keys plus one step per override after `last`.
+fn count_after(
+    st: &ResourceState,
+    overrides: &BTreeMap<String, Option<Arc<StoredObject>>>,
+    prefix: &str,
+    last: &str,
+) -> u64 {
+    // keys starting with `prefix` or sorting before it form a prefix of
+    // the sorted keys, as do the keys up to `last`
+    let end = st
+        .keys
+        .partition_point(|k| k < prefix || k.starts_with(prefix));
+    let through_last = st.keys.partition_point(|k| k <= last);
+    let current = end.saturating_sub(through_last);
+    let (mut gone, mut back) = (0usize, 0usize);
+    let changed = overrides
+        .range::<str, _>((Bound::Excluded(last), Bound::Unbounded))
+        .take_while(|(k, _)| k.starts_with(prefix));
+    for (k, then) in changed {
+        gone += usize::from(st.objects.contains_key(k));
+        back += usize::from(then.is_some());
+    }
+    (current + back).saturating_sub(gone) as u64
 }
 
 /// Entries of `map` whose key starts with `prefix`, from `start` (inclusive).

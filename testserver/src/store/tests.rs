@@ -143,41 +143,192 @@ fn owner_index_tracks_dependents() -> Result<(), StoreError> {
     Ok(())
 }
 
+mod owners {
+    //! The owner index against the objects: after any sequence of writes
+    //! (same or new uid, same, reordered or other owners, other fields)
+    //! and deletes, `locate_uid` and `dependents_of` answer what a scan of
+    //! the stored objects answers.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// key, uid, owner uids, data value
+        Put(u8, u8, Vec<u8>, u8),
+        Delete(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let owners = proptest::collection::vec(0u8..4, 0..3);
+        prop_oneof![
+            4 => (0u8..5, 0u8..3, owners, 0u8..3).prop_map(|(k, u, o, v)| Op::Put(k, u, o, v)),
+            1 => (0u8..5).prop_map(Op::Delete),
+        ]
+    }
+
+    fn object(k: u8, uid: &str, owners: &[u8], v: u8) -> Value {
+        let mut o = cm("ns", &format!("o{k}"), &v.to_string());
+        o["metadata"]["uid"] = json!(uid);
+        if !owners.is_empty() {
+            let refs: Vec<Value> = owners
+                .iter()
+                .map(|u| json!({"apiVersion": "v1", "kind": "X", "name": format!("x{u}"), "uid": format!("owner-{u}")}))
+                .collect();
+            o["metadata"]["ownerReferences"] = json!(refs);
+        }
+        o
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn index_matches_the_objects(ops in proptest::collection::vec(op(), 1..40)) {
+            let store = Store::new(10);
+            let rs = store.ensure_resource(&super::key());
+            // uids are unique per object, as the server hands them out:
+            // the uid of key `k` changes only with a generation counter
+            let mut generation = [0u32; 5];
+            for o in ops {
+                let mut tx = rs.write(&store);
+                match o {
+                    Op::Put(k, new_uid, owners, v) => {
+                        let g = generation.get_mut(usize::from(k)).ok_or_else(|| TestCaseError::fail("key"))?;
+                        if new_uid == 0 || tx.get(&format!("ns/o{k}")).is_none() {
+                            *g += 1;
+                        }
+                        let uid = format!("uid-{k}-{g}");
+                        tx.put(&format!("ns/o{k}"), object(k, &uid, &owners, v)).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    }
+                    Op::Delete(k) => {
+                        tx.delete(&format!("ns/o{k}")).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    }
+                }
+                drop(tx);
+                let stored: Vec<Arc<StoredObject>> = (0..5).filter_map(|k| rs.get(&format!("ns/o{k}"))).collect();
+                for (k, g) in generation.iter().enumerate() {
+                    for old in 0..=*g {
+                        let uid = format!("uid-{k}-{old}");
+                        let want = stored.iter().find(|o| o.uid() == uid).map(|o| (super::key(), o.key().to_owned()));
+                        prop_assert_eq!(store.locate_uid(&uid), want, "uid {}", uid);
+                    }
+                }
+                for u in 0..4 {
+                    let owner = format!("owner-{u}");
+                    let mut got = store.dependents_of(&owner);
+                    got.sort();
+                    let want: Vec<ObjectLocation> = stored
+                        .iter()
+                        .filter(|o| meta::owner_uids(o.value()).contains(&owner))
+                        .map(|o| (super::key(), o.key().to_owned()))
+                        .collect();
+                    prop_assert_eq!(got, want, "owner {}", owner);
+                }
+            }
+        }
+    }
+}
+
 mod model {
     //! The store against a plain model: after any sequence of writes, a
-    //! list at any resourceVersion still inside the window equals the
-    //! model's state at that version, and pages of any size concatenate to
-    //! the full list.
+    //! list at any resourceVersion still inside the window, of one
+    //! namespace or of all, in pages of any size, is the model's state at
+    //! that version page by page: each page the next `size` keys, its
+    //! continue key the last of them, its remainingItemCount the number of
+    //! keys after it. Filtered, the pages hold the next `size` matching
+    //! objects, continue while any key follows, and carry no count.
 
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap as Model;
 
+    /// Namespaces whose keys interleave: `a-b/..` < `a/..` < `a0/..` <
+    /// `ab/..` in key order, and `a` starts the others' names.
+    const NAMESPACES: [&str; 5] = ["a", "a-b", "a0", "ab", "b"];
+
     #[derive(Debug, Clone)]
     enum Op {
-        Put(u8, u8),
-        Delete(u8),
+        Put(usize, u8, u8),
+        Delete(usize, u8),
     }
 
     fn op() -> impl Strategy<Value = Op> {
+        let ns = 0..NAMESPACES.len();
         prop_oneof![
-            3 => (0u8..12, any::<u8>()).prop_map(|(k, v)| Op::Put(k, v)),
-            1 => (0u8..12).prop_map(Op::Delete),
+            3 => (ns.clone(), 0u8..6, any::<u8>()).prop_map(|(n, k, v)| Op::Put(n, k, v)),
+            1 => (ns, 0u8..6).prop_map(|(n, k)| Op::Delete(n, k)),
         ]
     }
 
-    fn key(k: u8) -> String {
-        format!("ns{}/k{k:02}", k % 3)
+    fn key(ns: usize, name: u8) -> (String, String) {
+        let ns = NAMESPACES.get(ns).copied().unwrap_or("z");
+        (format!("{ns}/n{name}"), ns.to_owned())
     }
 
-    fn page_all(
+    fn value_of(o: &StoredObject) -> String {
+        o.value()["data"]["v"].as_str().unwrap_or("").to_owned()
+    }
+
+    fn even(v: &str) -> bool {
+        v.parse::<u8>().is_ok_and(|v| v % 2 == 0)
+    }
+
+    fn even_object(o: &StoredObject) -> bool {
+        even(&value_of(o))
+    }
+
+    /// One page as the model and the store see it: (key, value) items,
+    /// continue key (relative to the prefix), remaining count.
+    type Page = (Vec<(String, String)>, Option<String>, Option<u64>);
+
+    /// The pages of the model's list of `prefix` in pages of `size`.
+    fn model_pages(
+        state: &Model<String, String>,
+        prefix: &str,
+        size: usize,
+        filtered: bool,
+    ) -> Vec<Page> {
+        let listed: Vec<(&String, &String)> = state
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .collect();
+        let mut pages = Vec::new();
+        let mut from = 0;
+        loop {
+            let taken: Vec<usize> = (from..listed.len())
+                .filter(|i| !filtered || listed.get(*i).is_some_and(|(_, v)| even(v)))
+                .take(size)
+                .collect();
+            let items = taken
+                .iter()
+                .filter_map(|i| listed.get(*i))
+                .map(|(k, v)| ((*k).clone(), (*v).clone()))
+                .collect();
+            let after = taken.last().map_or(listed.len(), |i| i + 1);
+            let more = taken.len() == size && after < listed.len();
+            if !more {
+                pages.push((items, None, None));
+                return pages;
+            }
+            let last = listed.get(after - 1).map(|(k, _)| k.as_str()).unwrap_or("");
+            let last = last.strip_prefix(prefix).unwrap_or(last).to_owned();
+            let remaining = (!filtered).then_some((listed.len() - after) as u64);
+            pages.push((items, Some(last), remaining));
+            from = after;
+        }
+    }
+
+    /// The pages of the store's list of `prefix` at `at` in pages of `size`.
+    fn store_pages(
         rs: &ResourceStore,
         store: &Store,
         prefix: &str,
         at: u64,
         size: usize,
-    ) -> Result<Vec<(String, String)>, TooOld> {
-        let mut out = Vec::new();
+        filtered: bool,
+    ) -> Result<Vec<Page>, TooOld> {
+        let mut pages = Vec::new();
         let mut start = None;
         loop {
             let q = ListQuery {
@@ -185,19 +336,19 @@ mod model {
                 start: start.clone(),
                 at_rv: Some(at),
                 limit: Some(size),
-                filter: &all,
-                count_remaining: true,
+                filter: if filtered { &even_object } else { &all },
+                count_remaining: !filtered,
             };
             let p = rs.list_page(store, &q)?;
-            out.extend(p.items.iter().map(|o| {
-                (
-                    o.key().to_owned(),
-                    o.value()["data"]["v"].as_str().unwrap_or("").to_owned(),
-                )
-            }));
-            match p.last_key {
-                Some(k) => start = Some(format!("{k}\u{0}")),
-                None => return Ok(out),
+            let items = p
+                .items
+                .iter()
+                .map(|o| (o.key().to_owned(), value_of(o)))
+                .collect();
+            start = p.last_key.as_ref().map(|k| format!("{k}\u{0}"));
+            pages.push((items, p.last_key, p.remaining));
+            if start.is_none() || pages.len() > 100 {
+                return Ok(pages);
             }
         }
     }
@@ -206,7 +357,7 @@ mod model {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
         #[test]
-        fn lists_read_past_states_exactly(ops in proptest::collection::vec(op(), 1..60), window in 1usize..40, size in 1usize..5) {
+        fn pages_read_past_states_exactly(ops in proptest::collection::vec(op(), 1..80), window in 1usize..60, size in 1usize..6) {
             let store = Store::new(window);
             let rs = store.ensure_resource(&super::key());
             let mut model: Model<String, String> = Model::new();
@@ -214,35 +365,33 @@ mod model {
             for o in ops {
                 let mut tx = rs.write(&store);
                 match o {
-                    Op::Put(k, v) => {
-                        let name = key(k);
-                        let (ns, n) = name.split_once('/').unwrap_or(("", ""));
-                        tx.put(&name, cm(ns, n, &v.to_string())).map_err(|e| TestCaseError::fail(e.to_string()))?;
-                        model.insert(name, v.to_string());
+                    Op::Put(ns, name, v) => {
+                        let (k, ns) = key(ns, name);
+                        tx.put(&k, cm(&ns, &format!("n{name}"), &v.to_string())).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        model.insert(k, v.to_string());
                     }
-                    Op::Delete(k) => {
-                        if tx.delete(&key(k)).map_err(|e| TestCaseError::fail(e.to_string()))?.is_some() {
-                            model.remove(&key(k));
-                        }
+                    Op::Delete(ns, name) => {
+                        let (k, _) = key(ns, name);
+                        let gone = tx.delete(&k).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                        prop_assert_eq!(gone.is_some(), model.remove(&k).is_some());
                     }
                 }
                 drop(tx);
                 states.push((store.current_rv(), model.clone()));
             }
+            let prefixes: Vec<String> = std::iter::once(String::new()).chain(NAMESPACES.iter().map(|n| format!("{n}/"))).collect();
             let mut readable = std::collections::BTreeSet::new();
             for (rv, state) in &states {
-                let want: Vec<(String, String)> = state.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-                match page_all(&rs, &store, "", *rv, size) {
-                    Ok(got) => {
-                        prop_assert_eq!(got, want);
-                        readable.insert(*rv);
+                for prefix in &prefixes {
+                    for filtered in [false, true] {
+                        match store_pages(&rs, &store, prefix, *rv, size, filtered) {
+                            Ok(got) => {
+                                prop_assert_eq!(got, model_pages(state, prefix, size, filtered), "prefix {:?} at {} filtered {}", prefix, rv, filtered);
+                                readable.insert(*rv);
+                            }
+                            Err(TooOld { floor }) => prop_assert!(*rv < floor),
+                        }
                     }
-                    Err(TooOld { floor }) => prop_assert!(*rv < floor),
-                }
-                let ns1: Vec<(String, String)> = state.iter().filter(|(k, _)| k.starts_with("ns1/")).map(|(k, v)| (k.strip_prefix("ns1/").unwrap_or(k).to_owned(), v.clone())).collect();
-                if let Ok(got) = page_all(&rs, &store, "ns1/", *rv, size) {
-                    let got: Vec<(String, String)> = got.into_iter().map(|(k, v)| (k.strip_prefix("ns1/").unwrap_or(&k).to_owned(), v)).collect();
-                    prop_assert_eq!(got, ns1);
                 }
             }
             // the window keeps the states of its last `window` writes readable
@@ -250,7 +399,7 @@ mod model {
             prop_assert!(readable.len() >= distinct.len().min(window + 1), "{} of {} readable, window {}", readable.len(), distinct.len(), window);
             // the latest state is always readable
             let latest = states.last().map(|s| s.0).unwrap_or(0);
-            prop_assert!(page_all(&rs, &store, "", latest, size).is_ok());
+            prop_assert!(store_pages(&rs, &store, "", latest, size, false).is_ok());
         }
     }
 }

@@ -1,0 +1,542 @@
+//! [`InformerFactory`]: hands out one shared informer per resource (and
+//! namespace and selectors), starts them all, waits for them all, and shuts
+//! them down (client-go's `SharedInformerFactory`, IN6).
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcontrol_client::{Api, Client};
+use kcontrol_indexer::{ApiResource, DynamicObject, Object, Resource};
+use kcontrol_reflector::{ListWatch, ListerWatcher};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::builder::SharedIndexInformerBuilder;
+use crate::informer::SharedIndexInformer;
+use crate::synced::{wait_for_cache_sync_timeout, HasSynced};
+
+/// What identifies one shared informer of a factory: the Rust type, the
+/// resource, the namespace (none: all namespaces) and the selectors.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InformerKey {
+    /// `plural.group/version` of the resource (`configmaps.v1`, `deployments.apps/v1`).
+    pub resource: String,
+    /// The namespace watched, `None` for all namespaces.
+    pub namespace: Option<String>,
+    /// The label selector, if any.
+    pub label_selector: Option<String>,
+    /// The field selector, if any.
+    pub field_selector: Option<String>,
+    /// The Rust type's name (a typed and a dynamic informer of the same
+    /// resource are two informers).
+    pub type_name: &'static str,
+    /// The Rust type of the objects (what is compared; the name is for people).
+    type_id: TypeId,
+}
+
+impl fmt::Display for InformerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.resource)?;
+        if let Some(ns) = &self.namespace {
+            write!(f, " in {ns}")?;
+        }
+        if let Some(l) = &self.label_selector {
+            write!(f, " labels {l}")?;
+        }
+        if let Some(fs) = &self.field_selector {
+            write!(f, " fields {fs}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a factory's informers look: namespace and selectors
+/// (client-go's `WithNamespace` and `WithTweakListOptions`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct InformerScope {
+    /// The namespace, `None` for all namespaces (cluster-scoped resources
+    /// ignore it).
+    pub namespace: Option<String>,
+    /// A label selector (`app=web,tier!=db`).
+    pub label_selector: Option<String>,
+    /// A field selector (`metadata.name=x`).
+    pub field_selector: Option<String>,
+}
+
+impl InformerScope {
+    /// All namespaces, no selectors.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// One namespace.
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// A label selector.
+    #[must_use]
+    pub fn labels(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// A field selector.
+    #[must_use]
+    pub fn fields(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+}
+
+/// An informer of any kind, as the factory keeps it.
+trait ErasedInformer: Send + Sync {
+    fn run_boxed(
+        self: Arc<Self>,
+        shutdown: CancellationToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    fn synced(&self) -> bool;
+    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
+}
+
+impl<K: Object> ErasedInformer for SharedIndexInformer<K> {
+    fn run_boxed(
+        self: Arc<Self>,
+        shutdown: CancellationToken,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move { self.run(shutdown).await })
+    }
+
+    fn synced(&self) -> bool {
+        self.has_synced()
+    }
+
+    fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync> {
+        self
+    }
+}
+
+struct Entry {
+    informer: Arc<dyn ErasedInformer>,
+    started: bool,
+}
+
+type Transform = Arc<dyn Any + Send + Sync>;
+
+struct State {
+    informers: BTreeMap<InformerKey, Entry>,
+    tasks: Vec<JoinHandle<()>>,
+    shutting_down: bool,
+}
+
+/// Why a factory could not start its informers.
+#[derive(Debug, thiserror::Error)]
+pub enum FactoryError {
+    /// `start` was called outside a tokio runtime.
+    #[error("InformerFactory::start must be called within a tokio runtime")]
+    NoRuntime,
+}
+
+/// Options of an [`InformerFactory`].
+pub struct InformerFactoryBuilder {
+    client: Client,
+    default_resync: Duration,
+    scope: InformerScope,
+    use_watch_list: bool,
+    strip_managed_fields: bool,
+    transforms: HashMap<TypeId, Transform>,
+    resyncs: HashMap<TypeId, Duration>,
+}
+
+impl fmt::Debug for InformerFactoryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerFactoryBuilder")
+            .field("default_resync", &self.default_resync)
+            .field("scope", &self.scope)
+            .field("use_watch_list", &self.use_watch_list)
+            .field("strip_managed_fields", &self.strip_managed_fields)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InformerFactoryBuilder {
+    /// The resync period of every informer (default: none).
+    #[must_use]
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+
+    /// A resync period for informers of `K` only (client-go's `WithCustomResyncConfig`).
+    #[must_use]
+    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
+        self.resyncs.insert(TypeId::of::<K>(), period);
+        self
+    }
+
+    /// Watch only this namespace (default: all).
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.scope.namespace = Some(namespace.into());
+        self
+    }
+
+    /// List and watch only objects matching this label selector.
+    #[must_use]
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.scope.label_selector = Some(selector.into());
+        self
+    }
+
+    /// List and watch only objects matching this field selector.
+    #[must_use]
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.scope.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Use WatchList streaming (`sendInitialEvents`) instead of paged lists
+    /// where the server supports it.
+    #[must_use]
+    pub fn use_watch_list(mut self, on: bool) -> Self {
+        self.use_watch_list = on;
+        self
+    }
+
+    /// Drop `metadata.managedFields` from every object before storing it.
+    #[must_use]
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
+        self
+    }
+
+    /// A transform applied to every object of type `K` before it is stored
+    /// (client-go's `WithTransform`, per type). It replaces
+    /// `strip_managed_fields` for `K`.
+    #[must_use]
+    pub fn transform<K: Object>(
+        mut self,
+        transform: impl Fn(K) -> K + Send + Sync + 'static,
+    ) -> Self {
+        let f: Arc<dyn Fn(K) -> K + Send + Sync> = Arc::new(transform);
+        self.transforms.insert(TypeId::of::<K>(), Arc::new(f));
+        self
+    }
+
+    /// The factory.
+    pub fn build(self) -> InformerFactory {
+        InformerFactory {
+            client: self.client,
+            default_resync: self.default_resync,
+            scope: self.scope,
+            use_watch_list: self.use_watch_list,
+            strip_managed_fields: self.strip_managed_fields,
+            transforms: self.transforms,
+            resyncs: self.resyncs,
+            stop: CancellationToken::new(),
+            state: Mutex::new(State {
+                informers: BTreeMap::new(),
+                tasks: Vec::new(),
+                shutting_down: false,
+            }),
+        }
+    }
+}
+
+/// Hands out shared informers: one per resource, namespace and selectors,
+/// however many controllers ask (client-go's `SharedInformerFactory`).
+///
+/// ```no_run
+/// # async fn demo(client: kcontrol_client::Client) {
+/// use std::time::Duration;
+/// use kcontrol_indexer::k8s_openapi::api::apps::v1::Deployment;
+/// use kcontrol_informer::InformerFactory;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let factory = InformerFactory::new(client, Duration::from_secs(30));
+/// let deployments = factory.informer::<Deployment>();
+/// assert!(std::sync::Arc::ptr_eq(&deployments, &factory.informer::<Deployment>()));
+/// let shutdown = CancellationToken::new();
+/// factory.start(&shutdown).unwrap();
+/// let synced = factory.wait_for_cache_sync(&shutdown).await;
+/// assert!(synced.values().all(|ok| *ok));
+/// shutdown.cancel();
+/// factory.shutdown().await;
+/// # }
+/// ```
+pub struct InformerFactory {
+    client: Client,
+    default_resync: Duration,
+    scope: InformerScope,
+    use_watch_list: bool,
+    strip_managed_fields: bool,
+    transforms: HashMap<TypeId, Transform>,
+    resyncs: HashMap<TypeId, Duration>,
+    /// Cancelled by `shutdown`; every informer runs under a child of it.
+    stop: CancellationToken,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for InformerFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("InformerFactory")
+            .field("default_resync", &self.default_resync)
+            .field("scope", &self.scope)
+            .field(
+                "informers",
+                &st.informers
+                    .keys()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl InformerFactory {
+    /// A factory of informers over all namespaces with this resync period
+    /// (client-go's `NewSharedInformerFactory`).
+    pub fn new(client: Client, default_resync: Duration) -> Self {
+        Self::builder(client).default_resync(default_resync).build()
+    }
+
+    /// Options for a factory.
+    pub fn builder(client: Client) -> InformerFactoryBuilder {
+        InformerFactoryBuilder {
+            client,
+            default_resync: Duration::ZERO,
+            scope: InformerScope::default(),
+            use_watch_list: false,
+            strip_managed_fields: false,
+            transforms: HashMap::new(),
+            resyncs: HashMap::new(),
+        }
+    }
+
+    /// The shared informer of typed resource `K` in the factory's scope,
+    /// created on first use.
+    pub fn informer<K>(&self) -> Arc<SharedIndexInformer<K>>
+    where
+        K: Resource + DeserializeOwned,
+    {
+        self.scoped_informer::<K>(self.scope.clone())
+    }
+
+    /// The shared informer of `K` in another scope (namespace, selectors).
+    pub fn scoped_informer<K>(&self, scope: InformerScope) -> Arc<SharedIndexInformer<K>>
+    where
+        K: Resource + DeserializeOwned,
+    {
+        let resource = K::api_resource();
+        self.get_or_create(&resource, scope, |client, ns| match ns {
+            Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
+            _ => Api::<K>::all(client),
+        })
+    }
+
+    /// The shared informer of a resource known at run time, as
+    /// [`DynamicObject`]s, in the factory's scope.
+    pub fn dynamic_informer(
+        &self,
+        resource: &ApiResource,
+    ) -> Arc<SharedIndexInformer<DynamicObject>> {
+        self.scoped_dynamic_informer(resource, self.scope.clone())
+    }
+
+    /// [`dynamic_informer`](Self::dynamic_informer) in another scope.
+    pub fn scoped_dynamic_informer(
+        &self,
+        resource: &ApiResource,
+        scope: InformerScope,
+    ) -> Arc<SharedIndexInformer<DynamicObject>> {
+        self.get_or_create(resource, scope, |client, ns| match ns {
+            Some(ns) if resource.namespaced => Api::namespaced_with(client, ns, resource),
+            _ => Api::all_with(client, resource),
+        })
+    }
+
+    fn key<K: 'static>(resource: &ApiResource, scope: &InformerScope) -> InformerKey {
+        InformerKey {
+            type_id: TypeId::of::<K>(),
+            resource: format!("{}.{}", resource.plural, resource.api_version()),
+            namespace: scope.namespace.clone().filter(|_| resource.namespaced),
+            label_selector: scope.label_selector.clone(),
+            field_selector: scope.field_selector.clone(),
+            type_name: std::any::type_name::<K>(),
+        }
+    }
+
+    fn get_or_create<K>(
+        &self,
+        resource: &ApiResource,
+        scope: InformerScope,
+        api: impl FnOnce(Client, Option<&str>) -> Api<K>,
+    ) -> Arc<SharedIndexInformer<K>>
+    where
+        K: Object + DeserializeOwned,
+        Api<K>: ListerWatcher<K>,
+    {
+        let key = Self::key::<K>(resource, &scope);
+        let mut st = self.state.lock();
+        if let Some(existing) = st.informers.get(&key) {
+            if let Ok(informer) = Arc::clone(&existing.informer)
+                .as_any()
+                .downcast::<SharedIndexInformer<K>>()
+            {
+                return informer;
+            }
+        }
+        let api = api(self.client.clone(), key.namespace.as_deref());
+        let mut lw = ListWatch::new(api);
+        if let Some(l) = &key.label_selector {
+            lw = lw.labels(l);
+        }
+        if let Some(f) = &key.field_selector {
+            lw = lw.fields(f);
+        }
+        let resync = self
+            .resyncs
+            .get(&TypeId::of::<K>())
+            .copied()
+            .unwrap_or(self.default_resync);
+        let mut builder = SharedIndexInformer::builder(lw)
+            .name(key.to_string())
+            .resync_period(resync)
+            .use_watch_list(self.use_watch_list);
+        builder = self.with_transform(builder);
+        let informer = builder.build();
+        st.informers.insert(
+            key,
+            Entry {
+                informer: Arc::clone(&informer) as Arc<dyn ErasedInformer>,
+                started: false,
+            },
+        );
+        informer
+    }
+
+    fn with_transform<K: Object>(
+        &self,
+        builder: SharedIndexInformerBuilder<K>,
+    ) -> SharedIndexInformerBuilder<K> {
+        let custom = self
+            .transforms
+            .get(&TypeId::of::<K>())
+            .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
+            .cloned();
+        match custom {
+            Some(f) => builder.transform(move |obj| f(obj)),
+            None if self.strip_managed_fields => builder.strip_managed_fields(),
+            None => builder,
+        }
+    }
+
+    /// Starts every informer not started yet, each on a new task of the
+    /// current tokio runtime, running until `shutdown` is cancelled (or
+    /// [`shutdown`](Self::shutdown) is called). Informers created later
+    /// start on the next call. Does nothing once the factory shuts down.
+    pub fn start(&self, shutdown: &CancellationToken) -> Result<(), FactoryError> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| FactoryError::NoRuntime)?;
+        let mut st = self.state.lock();
+        if st.shutting_down {
+            return Ok(());
+        }
+        let mut tasks = Vec::new();
+        for (key, entry) in st.informers.iter_mut().filter(|(_, e)| !e.started) {
+            entry.started = true;
+            tracing::debug!(informer = %key, "starting informer");
+            let token = self.stop.child_token();
+            let run = Arc::clone(&entry.informer).run_boxed(token.clone());
+            tasks.push(runtime.spawn(run_until(run, shutdown.clone(), token)));
+        }
+        st.tasks.extend(tasks);
+        Ok(())
+    }
+
+    /// Waits until every started informer has synced, or `shutdown` is
+    /// cancelled; reports each one's state.
+    pub async fn wait_for_cache_sync(
+        &self,
+        shutdown: &CancellationToken,
+    ) -> BTreeMap<InformerKey, bool> {
+        self.wait(None, shutdown).await
+    }
+
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync) with a deadline.
+    pub async fn wait_for_cache_sync_timeout(
+        &self,
+        timeout: Duration,
+        shutdown: &CancellationToken,
+    ) -> BTreeMap<InformerKey, bool> {
+        self.wait(Some(timeout), shutdown).await
+    }
+
+    async fn wait(
+        &self,
+        timeout: Option<Duration>,
+        shutdown: &CancellationToken,
+    ) -> BTreeMap<InformerKey, bool> {
+        let started: Vec<(InformerKey, Arc<dyn ErasedInformer>)> = self
+            .state
+            .lock()
+            .informers
+            .iter()
+            .filter(|(_, e)| e.started)
+            .map(|(k, e)| (k.clone(), Arc::clone(&e.informer)))
+            .collect();
+        let synced: Vec<Synced> = started.iter().map(|(_, i)| Synced(Arc::clone(i))).collect();
+        let refs: Vec<&dyn HasSynced> = synced.iter().map(|s| s as &dyn HasSynced).collect();
+        let _ =
+            wait_for_cache_sync_timeout(timeout.unwrap_or(Duration::MAX), shutdown, &refs).await;
+        started.into_iter().map(|(k, i)| (k, i.synced())).collect()
+    }
+
+    /// Stops every informer and waits until they have stopped (their
+    /// handlers' threads included). Later `start` calls do nothing.
+    pub async fn shutdown(&self) {
+        let tasks = {
+            let mut st = self.state.lock();
+            st.shutting_down = true;
+            std::mem::take(&mut st.tasks)
+        };
+        self.stop.cancel();
+        for task in tasks {
+            if let Err(e) = task.await {
+                tracing::error!(error = %e, "an informer task failed");
+            }
+        }
+    }
+}
+
+/// A factory informer as a [`HasSynced`].
+struct Synced(Arc<dyn ErasedInformer>);
+
+impl HasSynced for Synced {
+    fn has_synced(&self) -> bool {
+        self.0.synced()
+    }
+}
+
+/// Runs an informer (under `token`, a child of the factory's) until it
+/// ends, cancelling `token` when the caller's `user` token is cancelled.
+async fn run_until(
+    mut run: Pin<Box<dyn Future<Output = ()> + Send>>,
+    user: CancellationToken,
+    token: CancellationToken,
+) {
+    tokio::select! {
+        () = &mut run => return,
+        () = user.cancelled() => token.cancel(),
+    }
+    run.await;
+}

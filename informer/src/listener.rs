@@ -1,0 +1,416 @@
+//! [`Listener`]: one registered handler with its own unbounded buffer and
+//! its own OS thread (IN1), its initial-list tracking (IN4's per-handler
+//! `has_synced`) and its resync schedule.
+//!
+//! The informer's processing loop only ever appends to a listener's buffer
+//! (a short mutex hold, never a wait on the handler); the listener's thread
+//! takes notifications one at a time and calls the handler with no lock
+//! held. Handlers are plain functions that may block, as Go handlers may:
+//! a dedicated thread per handler keeps a blocked or slow handler from
+//! holding up the async runtime, the informer, or any other handler.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::oneshot;
+
+use crate::buffer::PendingBuffer;
+use crate::handler::ResourceEventHandler;
+use crate::metrics::InformerMetrics;
+use crate::notification::Notification;
+use crate::synced::HasSynced;
+
+/// A handler's sync state: synced once the informer has synced (upstream)
+/// and every initial-list add queued for this handler has been handled
+/// (client-go's `synctrack.SingleFileTracker`).
+pub(crate) struct HandlerSync {
+    /// Initial-list adds queued but not yet handled.
+    pending_initial: AtomicI64,
+    /// The informer's own sync state.
+    upstream: Arc<dyn HasSynced>,
+    /// `handler_synced` was reported to the metrics.
+    reported: AtomicBool,
+    name: Arc<str>,
+    metrics: Option<Arc<dyn InformerMetrics>>,
+}
+
+impl HandlerSync {
+    pub(crate) fn new(
+        name: Arc<str>,
+        upstream: Arc<dyn HasSynced>,
+        metrics: Option<Arc<dyn InformerMetrics>>,
+    ) -> Self {
+        Self {
+            pending_initial: AtomicI64::new(0),
+            upstream,
+            reported: AtomicBool::new(false),
+            name,
+            metrics,
+        }
+    }
+
+    /// Reports `handler_synced` once, the first time it is called while
+    /// synced. Called by the handler's thread when its last pending initial
+    /// add is handled, and by the informer when it syncs: whichever comes
+    /// last sees both conditions true.
+    pub(crate) fn report_if_synced(&self) {
+        if self.reported.load(Ordering::Acquire) || !self.has_synced() {
+            return;
+        }
+        if !self.reported.swap(true, Ordering::AcqRel) {
+            tracing::debug!(handler = %self.name, "event handler synced");
+            if let Some(m) = &self.metrics {
+                m.handler_synced(&self.name);
+            }
+        }
+    }
+
+    fn initial_queued(&self) {
+        self.pending_initial.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn initial_handled(&self) {
+        let left = self.pending_initial.fetch_sub(1, Ordering::SeqCst) - 1;
+        if left < 0 {
+            // Cannot happen: every decrement follows its increment.
+            tracing::error!(handler = %self.name, "initial-list tracking went negative");
+            self.pending_initial.fetch_max(0, Ordering::SeqCst);
+        }
+        if left <= 0 {
+            self.report_if_synced();
+        }
+    }
+}
+
+impl HasSynced for HandlerSync {
+    fn has_synced(&self) -> bool {
+        // Upstream first: once it is true, every initial add has been
+        // counted, so a zero count read after it is final.
+        self.upstream.has_synced() && self.pending_initial.load(Ordering::SeqCst) <= 0
+    }
+}
+
+/// When a listener wants its next resync.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ResyncSchedule {
+    /// The period asked for (after the 1 s minimum and, when added after
+    /// start, the informer's check period were applied).
+    pub(crate) requested: Duration,
+    /// The period in force: `requested`, raised to the check period, or zero
+    /// when the informer does not resync.
+    pub(crate) period: Duration,
+    /// The earliest time of the next resync.
+    pub(crate) next: Instant,
+}
+
+impl ResyncSchedule {
+    pub(crate) fn new(requested: Duration, check: Duration, now: Instant) -> Self {
+        let period = effective_resync_period(requested, check);
+        Self {
+            requested,
+            period,
+            next: now + period,
+        }
+    }
+
+    /// Whether a resync is due at `now`.
+    pub(crate) fn is_due(&self, now: Instant) -> bool {
+        !self.period.is_zero() && now >= self.next
+    }
+}
+
+/// The resync period a listener gets: none if it asked for none or if the
+/// informer never resyncs, else at least the informer's check period
+/// (client-go's `determineResyncPeriod`).
+pub(crate) fn effective_resync_period(requested: Duration, check: Duration) -> Duration {
+    if requested.is_zero() {
+        return Duration::ZERO;
+    }
+    if check.is_zero() {
+        tracing::info!(
+            ?requested,
+            "the handler's resync period is ignored: this informer does not resync"
+        );
+        return Duration::ZERO;
+    }
+    requested.max(check)
+}
+
+struct State<K> {
+    buffer: PendingBuffer<Notification<K>>,
+    stopped: bool,
+}
+
+/// One handler, its buffer and its worker thread.
+pub(crate) struct Listener<K> {
+    pub(crate) id: u64,
+    pub(crate) name: Arc<str>,
+    handler: Box<dyn ResourceEventHandler<K>>,
+    state: Mutex<State<K>>,
+    wake: Condvar,
+    pub(crate) sync: Arc<HandlerSync>,
+    pub(crate) resync: Arc<Mutex<ResyncSchedule>>,
+    metrics: Option<Arc<dyn InformerMetrics>>,
+}
+
+impl<K: Send + Sync + 'static> Listener<K> {
+    pub(crate) fn new(
+        id: u64,
+        name: Arc<str>,
+        handler: Box<dyn ResourceEventHandler<K>>,
+        sync: Arc<HandlerSync>,
+        resync: ResyncSchedule,
+        metrics: Option<Arc<dyn InformerMetrics>>,
+    ) -> Self {
+        Self {
+            id,
+            name,
+            handler,
+            state: Mutex::new(State {
+                buffer: PendingBuffer::default(),
+                stopped: false,
+            }),
+            wake: Condvar::new(),
+            sync,
+            resync: Arc::new(Mutex::new(resync)),
+            metrics,
+        }
+    }
+
+    /// Starts the worker thread. The receiver completes when the thread has
+    /// ended (after [`stop`](Self::stop), once the handler returns).
+    pub(crate) fn spawn(
+        self: &Arc<Self>,
+        informer: &str,
+    ) -> std::io::Result<oneshot::Receiver<()>> {
+        let (done_tx, done_rx) = oneshot::channel();
+        let this = Arc::clone(self);
+        // A NUL would make the name invalid (and `spawn` panic).
+        let name = format!("{informer}/{}", self.name).replace('\0', "");
+        std::thread::Builder::new().name(name).spawn(move || {
+            this.work();
+            drop(this);
+            let _ = done_tx.send(());
+        })?;
+        Ok(done_rx)
+    }
+
+    /// Appends a notification; never waits for the handler. Returns `false`
+    /// (dropping it) once the listener is stopped.
+    pub(crate) fn add(&self, notification: Notification<K>) -> bool {
+        let kind = notification.kind();
+        let depth = {
+            let mut st = self.state.lock();
+            if st.stopped {
+                return false;
+            }
+            if notification.is_initial_add() {
+                self.sync.initial_queued();
+            }
+            st.buffer.push(notification);
+            self.wake.notify_one();
+            st.buffer.len()
+        };
+        if let Some(m) = &self.metrics {
+            m.notification_queued(&self.name, kind);
+            m.pending(&self.name, depth);
+        }
+        true
+    }
+
+    /// Stops the listener: what is pending is dropped and the thread ends
+    /// once the handler returns from the notification it is handling.
+    pub(crate) fn stop(&self) {
+        let mut st = self.state.lock();
+        st.stopped = true;
+        st.buffer.clear();
+        self.wake.notify_all();
+        drop(st);
+        if let Some(m) = &self.metrics {
+            m.pending(&self.name, 0);
+            m.handler_registered(&self.name, false);
+        }
+    }
+
+    /// Notifications waiting (not counting the one being handled).
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
+        self.state.lock().buffer.len()
+    }
+
+    /// The worker thread's loop.
+    fn work(&self) {
+        while let Some((notification, depth)) = self.next() {
+            if let Some(m) = &self.metrics {
+                m.pending(&self.name, depth);
+            }
+            self.deliver(notification);
+        }
+        tracing::debug!(handler = %self.name, "event handler stopped");
+    }
+
+    /// Waits for the next notification; `None` once stopped.
+    fn next(&self) -> Option<(Notification<K>, usize)> {
+        let mut st = self.state.lock();
+        loop {
+            if st.stopped {
+                return None;
+            }
+            if let Some(n) = st.buffer.pop() {
+                return Some((n, st.buffer.len()));
+            }
+            self.wake.wait(&mut st);
+        }
+    }
+
+    /// Calls the handler. A panic is caught and logged, and counts as
+    /// handled: the handler goes on with the next notification.
+    fn deliver(&self, notification: Notification<K>) {
+        let kind = notification.kind();
+        let initial = notification.is_initial_add();
+        let started = self.metrics.as_ref().map(|_| Instant::now());
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
+            Notification::Add { obj, initial } => self.handler.on_add(obj, *initial),
+            Notification::Update { old, new } => self.handler.on_update(old, new),
+            Notification::Delete(obj) => self.handler.on_delete(obj),
+        }));
+        let panicked = outcome.is_err();
+        if let Err(panic) = outcome {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            tracing::error!(handler = %self.name, %kind, %message, "event handler panicked");
+        }
+        drop(notification);
+        if initial {
+            self.sync.initial_handled();
+        }
+        if let (Some(m), Some(started)) = (&self.metrics, started) {
+            m.notification_handled(&self.name, kind, started.elapsed(), panicked);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synced::SyncedFn;
+    use kcontrol_indexer::ObjectOrTombstone;
+    use std::sync::mpsc;
+
+    struct Recorder(Mutex<mpsc::Sender<String>>);
+
+    impl ResourceEventHandler<u32> for Recorder {
+        fn on_add(&self, obj: &Arc<u32>, initial: bool) {
+            if **obj == 13 {
+                panic!("unlucky");
+            }
+            let _ = self.0.lock().send(format!("add {obj} {initial}"));
+        }
+        fn on_update(&self, old: &Arc<u32>, new: &Arc<u32>) {
+            let _ = self.0.lock().send(format!("update {old} {new}"));
+        }
+        fn on_delete(&self, obj: &ObjectOrTombstone<u32>) {
+            let _ = self.0.lock().send(format!("delete {}", obj.object()));
+        }
+    }
+
+    fn listener(upstream: bool) -> (Arc<Listener<u32>>, mpsc::Receiver<String>) {
+        let (tx, rx) = mpsc::channel();
+        let sync = Arc::new(HandlerSync::new(
+            "h".into(),
+            Arc::new(SyncedFn(move || upstream)),
+            None,
+        ));
+        let l = Arc::new(Listener::new(
+            1,
+            "h".into(),
+            Box::new(Recorder(Mutex::new(tx))),
+            sync,
+            ResyncSchedule::new(Duration::ZERO, Duration::ZERO, Instant::now()),
+            None,
+        ));
+        (l, rx)
+    }
+
+    fn recv(rx: &mpsc::Receiver<String>) -> String {
+        rx.recv_timeout(Duration::from_secs(10)).unwrap()
+    }
+
+    #[test]
+    fn delivers_in_order_and_survives_a_panicking_handler() {
+        let (l, rx) = listener(true);
+        let done = l.spawn("test").unwrap();
+        l.add(Notification::Add {
+            obj: Arc::new(1),
+            initial: true,
+        });
+        l.add(Notification::Add {
+            obj: Arc::new(13),
+            initial: true,
+        });
+        l.add(Notification::Update {
+            old: Arc::new(1),
+            new: Arc::new(2),
+        });
+        l.add(Notification::Delete(ObjectOrTombstone::Object(Arc::new(2))));
+        assert_eq!(recv(&rx), "add 1 true");
+        assert_eq!(recv(&rx), "update 1 2");
+        assert_eq!(recv(&rx), "delete 2");
+        // the panicking initial add counted as handled
+        for _ in 0..1000 {
+            if l.sync.has_synced() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(l.sync.has_synced());
+        l.stop();
+        assert!(!l.add(Notification::Add {
+            obj: Arc::new(3),
+            initial: false
+        }));
+        done.blocking_recv().unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!(
+            Arc::strong_count(&l),
+            1,
+            "the thread let go of the listener"
+        );
+    }
+
+    #[test]
+    fn not_synced_while_initial_adds_wait_or_upstream_is_not() {
+        let (l, rx) = listener(false);
+        l.add(Notification::Add {
+            obj: Arc::new(1),
+            initial: true,
+        });
+        assert!(!l.sync.has_synced());
+        assert_eq!(l.pending(), 1);
+        let done = l.spawn("test").unwrap();
+        assert_eq!(recv(&rx), "add 1 true");
+        assert!(!l.sync.has_synced(), "upstream not synced");
+        l.stop();
+        done.blocking_recv().unwrap();
+    }
+
+    #[test]
+    fn effective_periods_follow_client_go() {
+        let s = Duration::from_secs;
+        assert_eq!(effective_resync_period(s(0), s(10)), s(0));
+        assert_eq!(effective_resync_period(s(5), s(0)), s(0));
+        assert_eq!(effective_resync_period(s(5), s(10)), s(10));
+        assert_eq!(effective_resync_period(s(30), s(10)), s(30));
+        let now = Instant::now();
+        let sched = ResyncSchedule::new(s(30), s(10), now);
+        assert!(!sched.is_due(now + s(29)));
+        assert!(sched.is_due(now + s(30)));
+        assert!(!ResyncSchedule::new(s(0), s(10), now).is_due(now + s(1000)));
+    }
+}

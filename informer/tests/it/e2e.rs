@@ -1,0 +1,479 @@
+//! Every IN rule end to end: an informer listing and watching the test
+//! server over HTTP, with the server misbehaving where the rule is about
+//! what happens then.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcontrol_client::{Api, DeleteParams, PostParams};
+use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_indexer::k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use kcontrol_indexer::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
+use kcontrol_informer::{
+    wait_for_cache_sync_timeout, HasSynced, ResourceEventHandlerFuncs, SharedIndexInformer,
+};
+use kcontrol_reflector::{BackoffConfig, ReflectorConfig};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::*;
+
+/// Fast retries: the tests make the server fail on purpose.
+fn quick_reflector() -> ReflectorConfig<ConfigMap> {
+    ReflectorConfig::default().backoff(BackoffConfig {
+        initial: Duration::from_millis(20),
+        max: Duration::from_millis(200),
+        reset_after: Duration::from_secs(5),
+        jitter: 0.5,
+    })
+}
+
+struct Running {
+    informer: Arc<SharedIndexInformer<ConfigMap>>,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    fn start(informer: Arc<SharedIndexInformer<ConfigMap>>) -> Self {
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn({
+            let (informer, shutdown) = (Arc::clone(&informer), shutdown.clone());
+            async move { informer.run(shutdown).await }
+        });
+        Self {
+            informer,
+            shutdown,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        bounded(self.task).await.unwrap();
+        assert!(self.informer.is_stopped());
+    }
+}
+
+fn informer_of(
+    server: &kcontrol_testserver::TestServer,
+    ns: &str,
+) -> kcontrol_informer::SharedIndexInformerBuilder<ConfigMap> {
+    SharedIndexInformer::builder(Api::<ConfigMap>::namespaced(client(server), ns))
+        .reflector_config(quick_reflector())
+        .name(format!("configmaps-{ns}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informer_follows_the_server_over_http() {
+    let server = server().await;
+    for i in 0..100 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("c{i}"), "0"))
+            .unwrap();
+    }
+    namespaces(&server, &["other"]);
+    server
+        .objects()
+        .create("configmaps", "other", cm("elsewhere", "0"))
+        .unwrap();
+    let informer = informer_of(&server, "default").build();
+    let r = Recorder::new();
+    let reg = informer.add_event_handler(Arc::clone(&r)).unwrap();
+    let run = Running::start(Arc::clone(&informer));
+    let token = CancellationToken::new();
+    bounded(wait_for_cache_sync_timeout(
+        DEADLINE,
+        &token,
+        &[&*informer, &reg],
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        view_of(&informer.store().list()),
+        server_view(&server, Some("default"))
+    );
+    assert_eq!(r.view(), server_view(&server, Some("default")));
+    assert!(r
+        .log()
+        .iter()
+        .all(|e| matches!(e, Event::Add { initial: true, .. })));
+    assert!(informer.last_sync_resource_version().is_some());
+
+    // writes over HTTP reach the store and the handler
+    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    let mut created = ConfigMap::default();
+    created.meta_mut().name = Some("new".into());
+    let created = api.create(&PostParams::default(), &created).await.unwrap();
+    let mut changed = api.get("c1").await.unwrap();
+    let before = rv(&changed);
+    changed.data = Some([("v".to_owned(), "1".to_owned())].into());
+    let changed = api
+        .replace("c1", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    api.delete("c2", &DeleteParams::default()).await.unwrap();
+    assert!(eventually(|| r.view() == server_view(&server, Some("default"))).await);
+    let live: Vec<Event> = r
+        .log()
+        .into_iter()
+        .filter(|e| !matches!(e, Event::Add { initial: true, .. }))
+        .collect();
+    assert_eq!(live.len(), 3, "{live:?}");
+    assert_eq!(
+        live[0],
+        Event::Add {
+            key: "default/new".into(),
+            rv: rv(&created),
+            initial: false
+        }
+    );
+    assert_eq!(
+        live[1],
+        Event::Update {
+            key: "default/c1".into(),
+            old: before,
+            new: rv(&changed)
+        }
+    );
+    assert!(matches!(&live[2], Event::Delete { key, tombstone: false, .. } if key == "default/c2"));
+    assert_eq!(
+        view_of(&informer.store().list()),
+        server_view(&server, Some("default"))
+    );
+    assert!(r.errors().is_empty(), "{:?}", r.errors());
+    let lister = informer.lister();
+    assert_eq!(
+        lister.namespaced("default").get("new").map(|o| rv(&o)),
+        Some(rv(&created))
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in1_a_stuck_handler_delays_neither_the_others_nor_the_store() {
+    let server = server().await;
+    for i in 0..100 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("initial{i}"), "0"))
+            .unwrap();
+    }
+    let informer = informer_of(&server, "default").build();
+    let gate = Arc::new(Gate::default());
+    let stuck = Recorder::gated(&gate);
+    let fast = Recorder::new();
+    let stuck_reg = informer.add_event_handler(Arc::clone(&stuck)).unwrap();
+    let fast_reg = informer.add_event_handler(Arc::clone(&fast)).unwrap();
+    let run = Running::start(Arc::clone(&informer));
+    // the server is slow to answer, and busy
+    server.faults().set_latency(Duration::from_millis(20));
+    for i in 0..300 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("c{i}"), "0"))
+            .unwrap();
+    }
+    let want = server_view(&server, Some("default"));
+    assert!(eventually(|| fast.view() == want).await);
+    assert!(eventually(|| view_of(&informer.store().list()) == want).await);
+    assert!(fast_reg.has_synced());
+    assert_eq!(
+        gate.arrived(),
+        1,
+        "the stuck handler is still in its first call"
+    );
+    assert!(stuck.log().is_empty() && !stuck_reg.has_synced());
+    gate.open();
+    assert!(eventually(|| stuck.view() == want).await);
+    assert!(eventually(|| stuck_reg.has_synced()).await);
+    assert_eq!(stuck.log(), fast.log());
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in2_a_late_handler_gets_the_store_then_live_events_while_the_server_churns() {
+    let server = server().await;
+    for i in 0..200 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("c{i}"), "0"))
+            .unwrap();
+    }
+    let informer = informer_of(&server, "default").build();
+    let run = Running::start(Arc::clone(&informer));
+    assert!(eventually(|| informer.has_synced()).await);
+    let churn = {
+        let objects = server.objects();
+        tokio::task::spawn_blocking(move || {
+            for round in 1..=20 {
+                for i in (0..200).step_by(7) {
+                    let name = format!("c{i}");
+                    if round % 5 == 0 {
+                        let _ = objects.delete("configmaps", "default", &name);
+                    } else if objects
+                        .update("configmaps", "default", cm(&name, &round.to_string()))
+                        .is_err()
+                    {
+                        let _ =
+                            objects.create("configmaps", "default", cm(&name, &round.to_string()));
+                    }
+                }
+            }
+        })
+    };
+    let mut late = Vec::new();
+    for _ in 0..5 {
+        let r = Recorder::new();
+        let reg = informer.add_event_handler(Arc::clone(&r)).unwrap();
+        late.push((r, reg));
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    bounded(churn).await.unwrap();
+    let want = server_view(&server, Some("default"));
+    for (r, reg) in &late {
+        assert!(eventually(|| r.view() == want).await, "{:?}", r.errors());
+        assert!(r.errors().is_empty(), "{:?}", r.errors());
+        assert!(reg.has_synced());
+        let log = r.log();
+        let snapshot = log
+            .iter()
+            .take_while(|e| matches!(e, Event::Add { initial: true, .. }))
+            .count();
+        assert!(snapshot > 0);
+        assert!(log[snapshot..]
+            .iter()
+            .all(|e| !matches!(e, Event::Add { initial: true, .. })));
+    }
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in3_a_deletion_the_watch_missed_arrives_as_a_typed_tombstone() {
+    let server = server().await;
+    for name in ["kept", "missed"] {
+        server
+            .objects()
+            .create("configmaps", "default", cm(name, "0"))
+            .unwrap();
+    }
+    let informer = informer_of(&server, "default").build();
+    let deletions = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&deletions);
+    informer
+        .add_event_handler(ResourceEventHandlerFuncs::new().delete_func(
+            move |gone: &ObjectOrTombstone<ConfigMap>| {
+                log.lock().push(match gone {
+                    ObjectOrTombstone::Object(obj) => format!("final {}", key(obj)),
+                    ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown { key, obj }) => {
+                        format!("tombstone {key} last rv {}", rv(obj))
+                    }
+                });
+            },
+        ))
+        .unwrap();
+    let run = Running::start(Arc::clone(&informer));
+    assert!(eventually(|| informer.has_synced()).await);
+    let last_rv = rv(&informer.lister().get("default", "missed").unwrap());
+    // the watch never sees the deletion: delivery is paused, the history is
+    // compacted and the watch dropped, so the reflector must relist
+    server.faults().pause_watches();
+    server
+        .objects()
+        .delete("configmaps", "default", "missed")
+        .unwrap();
+    server.faults().compact();
+    server.faults().close_all_watches();
+    server.faults().resume_watches();
+    assert!(eventually(|| !deletions.lock().is_empty()).await);
+    assert_eq!(
+        *deletions.lock(),
+        [format!("tombstone default/missed last rv {last_rv}")]
+    );
+    // a deletion the watch sees carries the final state
+    server
+        .objects()
+        .delete("configmaps", "default", "kept")
+        .unwrap();
+    assert!(eventually(|| deletions.lock().len() == 2).await);
+    assert_eq!(deletions.lock()[1], "final default/kept");
+    assert!(informer.store().is_empty());
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in4_handlers_resync_on_their_own_period_and_can_be_removed() {
+    let server = server().await;
+    server
+        .objects()
+        .create("configmaps", "default", cm("a", "0"))
+        .unwrap();
+    let informer = informer_of(&server, "default")
+        .resync_period(Duration::from_secs(1))
+        .build();
+    let resyncing = Recorder::new();
+    let quiet = Recorder::new();
+    let removed = Recorder::new();
+    informer.add_event_handler(Arc::clone(&resyncing)).unwrap();
+    informer
+        .add_event_handler_with_resync_period(Arc::clone(&quiet), Duration::ZERO)
+        .unwrap();
+    let removed_reg = informer.add_event_handler(Arc::clone(&removed)).unwrap();
+    let run = Running::start(Arc::clone(&informer));
+    assert!(eventually(|| removed_reg.has_synced()).await);
+    informer.remove_event_handler(&removed_reg).unwrap();
+    let removed_log = removed.log();
+    let is_sync = |e: &Event| matches!(e, Event::Update { old, new, .. } if old == new);
+    // the reflector's resync check (every 1 s) reaches only `resyncing`
+    assert!(eventually(|| resyncing.log().iter().filter(|e| is_sync(e)).count() >= 2).await);
+    server
+        .objects()
+        .update("configmaps", "default", cm("a", "1"))
+        .unwrap();
+    assert!(eventually(|| quiet.view() == server_view(&server, Some("default"))).await);
+    assert!(quiet.log().iter().all(|e| !is_sync(e)));
+    assert_eq!(
+        removed.log(),
+        removed_log,
+        "a removed handler hears nothing more"
+    );
+    assert!(
+        eventually(|| Arc::strong_count(&removed) == 1).await,
+        "its thread ended"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in5_the_transform_drops_managed_fields_before_storing() {
+    let server = server().await;
+    let mut obj = cm("a", "0");
+    obj["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:v": {}}}}]);
+    server
+        .objects()
+        .create("configmaps", "default", obj)
+        .unwrap();
+    let plain = informer_of(&server, "default").build();
+    let stripped = informer_of(&server, "default")
+        .strip_managed_fields()
+        .build();
+    let seen: Arc<Mutex<Option<Option<Vec<ManagedFieldsEntry>>>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    stripped
+        .add_event_handler(ResourceEventHandlerFuncs::new().add_func(
+            move |cm: &Arc<ConfigMap>, _| {
+                *sink.lock() = Some(cm.meta().managed_fields.clone());
+            },
+        ))
+        .unwrap();
+    let runs = [
+        Running::start(Arc::clone(&plain)),
+        Running::start(Arc::clone(&stripped)),
+    ];
+    let token = CancellationToken::new();
+    let all: [&dyn HasSynced; 2] = [&*plain, &*stripped];
+    bounded(wait_for_cache_sync_timeout(DEADLINE, &token, &all))
+        .await
+        .unwrap();
+    let kept = plain.lister().get("default", "a").unwrap();
+    assert_eq!(
+        kept.meta().managed_fields.as_ref().map(Vec::len),
+        Some(1),
+        "the server keeps them"
+    );
+    let dropped = stripped.lister().get("default", "a").unwrap();
+    assert!(dropped.meta().managed_fields.is_none());
+    assert_eq!(dropped.data, kept.data);
+    assert!(eventually(|| seen.lock().is_some()).await);
+    assert_eq!(
+        *seen.lock(),
+        Some(None),
+        "handlers see the transformed object"
+    );
+    for run in runs {
+        run.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_list_informer_syncs_and_follows_like_a_listing_one() {
+    let server = server().await;
+    for i in 0..50 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("c{i}"), "0"))
+            .unwrap();
+    }
+    let streaming = informer_of(&server, "default").use_watch_list(true).build();
+    let listing = informer_of(&server, "default").build();
+    let (rs, rl) = (Recorder::new(), Recorder::new());
+    let regs = [
+        streaming.add_event_handler(Arc::clone(&rs)).unwrap(),
+        listing.add_event_handler(Arc::clone(&rl)).unwrap(),
+    ];
+    let runs = [
+        Running::start(Arc::clone(&streaming)),
+        Running::start(Arc::clone(&listing)),
+    ];
+    let token = CancellationToken::new();
+    let all: [&dyn HasSynced; 2] = [&regs[0], &regs[1]];
+    bounded(wait_for_cache_sync_timeout(DEADLINE, &token, &all))
+        .await
+        .unwrap();
+    assert_eq!(rs.view(), server_view(&server, Some("default")));
+    assert!(rs
+        .log()
+        .iter()
+        .all(|e| matches!(e, Event::Add { initial: true, .. })));
+    server
+        .objects()
+        .update("configmaps", "default", cm("c3", "1"))
+        .unwrap();
+    server
+        .objects()
+        .delete("configmaps", "default", "c4")
+        .unwrap();
+    let want = server_view(&server, Some("default"));
+    assert!(eventually(|| rs.view() == want && rl.view() == want).await);
+    assert_eq!(
+        view_of(&streaming.store().list()),
+        view_of(&listing.store().list())
+    );
+    assert!(rs.errors().is_empty() && rl.errors().is_empty());
+    for run in runs {
+        run.stop().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_error_handler_hears_failures_and_is_set_before_start() {
+    let server = server().await;
+    server
+        .objects()
+        .create("configmaps", "default", cm("a", "0"))
+        .unwrap();
+    let informer = informer_of(&server, "default").build();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&errors);
+    informer
+        .set_watch_error_handler(move |err| sink.lock().push(err.to_string()))
+        .unwrap();
+    server
+        .faults()
+        .fail_next(2, kcontrol_testserver::Failure::ServiceUnavailable);
+    let run = Running::start(Arc::clone(&informer));
+    assert!(
+        eventually(|| informer.has_synced()).await,
+        "synced after the failures"
+    );
+    assert!(errors.lock().len() >= 2, "{:?}", errors.lock());
+    assert!(matches!(
+        informer.set_watch_error_handler(|_| {}),
+        Err(kcontrol_informer::InformerError::AlreadyStarted { .. })
+    ));
+    assert!(informer.set_transform(|cm| cm).is_err());
+    run.stop().await;
+}

@@ -1,0 +1,151 @@
+//! IN6: the factory hands out one shared informer per resource and scope,
+//! starts them all (later ones on the next start), waits for them all and
+//! reports each, and shuts them down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcontrol_indexer::k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kcontrol_indexer::{ApiResource, Object};
+use kcontrol_informer::{FactoryError, InformerFactory, InformerScope};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::support::*;
+
+fn labelled(name: &str, app: &str) -> serde_json::Value {
+    let mut obj = cm(name, "0");
+    obj["metadata"]["labels"] = json!({ "app": app });
+    obj
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in6_one_informer_per_resource_and_scope_started_and_awaited_together() {
+    let server = server().await;
+    namespaces(&server, &["a", "b"]);
+    for (ns, name, app) in [("a", "x", "web"), ("a", "y", "db"), ("b", "x", "web")] {
+        server
+            .objects()
+            .create("configmaps", ns, labelled(name, app))
+            .unwrap();
+    }
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"k": "v"}});
+    server.objects().create("secrets", "a", secret).unwrap();
+
+    let factory = InformerFactory::new(client(&server), Duration::ZERO);
+    let cms = factory.informer::<ConfigMap>();
+    assert!(
+        Arc::ptr_eq(&cms, &factory.informer::<ConfigMap>()),
+        "shared, not one per caller"
+    );
+    let secrets = factory.informer::<Secret>();
+    let in_a = factory.scoped_informer::<ConfigMap>(InformerScope::all().namespace("a"));
+    assert!(!Arc::ptr_eq(&in_a, &cms));
+    assert!(Arc::ptr_eq(
+        &in_a,
+        &factory.scoped_informer::<ConfigMap>(InformerScope::all().namespace("a"))
+    ));
+    let web = factory.scoped_informer::<ConfigMap>(InformerScope::all().labels("app=web"));
+    let dynamic = factory.dynamic_informer(&ApiResource::of::<ConfigMap>());
+    assert!(Arc::ptr_eq(
+        &dynamic,
+        &factory.dynamic_informer(&ApiResource::of::<ConfigMap>())
+    ));
+
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown).unwrap();
+    let synced = bounded(factory.wait_for_cache_sync(&shutdown)).await;
+    assert_eq!(synced.len(), 5, "{synced:?}");
+    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+    assert_eq!(cms.store().len(), 3);
+    assert_eq!(dynamic.store().len(), 3);
+    assert_eq!(secrets.store().len(), 1);
+    assert_eq!(in_a.lister().list().len(), 2);
+    let mut web_keys = web.store().list_keys();
+    web_keys.sort();
+    assert_eq!(web_keys, ["a/x", "b/x"]);
+
+    // created after start: it starts with the next start call
+    let late = factory.scoped_informer::<Secret>(InformerScope::all().namespace("b"));
+    assert!(!late.has_started());
+    factory.start(&shutdown).unwrap();
+    assert!(eventually(|| late.has_synced()).await);
+    assert!(cms
+        .lister()
+        .get("a", "y")
+        .is_some_and(|o| o.labels()["app"] == "db"));
+
+    bounded(factory.shutdown()).await;
+    for stopped in [
+        cms.is_stopped(),
+        secrets.is_stopped(),
+        in_a.is_stopped(),
+        web.is_stopped(),
+        dynamic.is_stopped(),
+        late.is_stopped(),
+    ] {
+        assert!(stopped);
+    }
+    // a shut-down factory starts nothing more
+    let after = factory.scoped_informer::<Secret>(InformerScope::all().namespace("c"));
+    factory.start(&shutdown).unwrap();
+    assert!(!after.has_started());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in6_wait_reports_each_informer_and_ends_on_timeout_or_shutdown() {
+    let server = server().await;
+    server
+        .objects()
+        .create("configmaps", "default", cm("x", "0"))
+        .unwrap();
+    let factory = InformerFactory::builder(client(&server))
+        .namespace("default")
+        .build();
+    let cms = factory.informer::<ConfigMap>();
+    // a resource the server does not serve: its informer never syncs
+    let missing =
+        factory.dynamic_informer(&ApiResource::new("example.com", "v1", "Foo", "foos", true));
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown).unwrap();
+    let synced =
+        bounded(factory.wait_for_cache_sync_timeout(Duration::from_millis(500), &shutdown)).await;
+    let by_resource: Vec<(String, bool)> = synced
+        .iter()
+        .map(|(k, ok)| (k.resource.clone(), *ok))
+        .collect();
+    assert_eq!(
+        by_resource,
+        [
+            ("configmaps.v1".to_owned(), true),
+            ("foos.example.com/v1".to_owned(), false)
+        ]
+    );
+    assert!(cms.has_synced() && !missing.has_synced());
+    assert_eq!(cms.store().list_keys(), ["default/x"]);
+
+    // the caller's shutdown ends the wait, and the informers
+    let cancel = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let synced = bounded(factory.wait_for_cache_sync(&shutdown)).await;
+    assert_eq!(synced.values().filter(|ok| !**ok).count(), 1);
+    assert!(eventually(|| cms.is_stopped() && missing.is_stopped()).await);
+    bounded(factory.shutdown()).await;
+}
+
+#[test]
+fn start_outside_a_runtime_is_an_error() {
+    let client = kcontrol_client::Client::new(kcontrol_client::Config::new(
+        "http://127.0.0.1:1".parse().unwrap(),
+    ))
+    .unwrap();
+    let factory = InformerFactory::new(client, Duration::ZERO);
+    let _ = factory.informer::<ConfigMap>();
+    assert!(matches!(
+        factory.start(&CancellationToken::new()),
+        Err(FactoryError::NoRuntime)
+    ));
+}

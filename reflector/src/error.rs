@@ -1,0 +1,220 @@
+//! [`ReflectorError`]: every way a list or a watch can fail, and how the
+//! reflector recovers from each (re-watch after a backoff, or relist).
+
+use std::time::Duration;
+
+use kcontrol_client::{Error as ClientError, Status};
+use kcontrol_deltafifo::FifoError;
+
+/// A list or watch failure, as the error handler receives it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReflectorError {
+    /// A list request, or reading its answer, failed.
+    #[error("list failed: {0}")]
+    List(#[source] ClientError),
+    /// A watch request failed before streaming (HTTP error, connection).
+    #[error("watch failed to start: {0}")]
+    WatchStart(#[source] ClientError),
+    /// A watch stream broke: transport error, or an event that does not
+    /// decode (RF7).
+    #[error("watch stream failed: {0}")]
+    Watch(#[source] ClientError),
+    /// The server ended a watch with an `ERROR` event.
+    #[error("watch ended with an ERROR event: {0}")]
+    WatchEvent(Box<Status>),
+    /// A watch or list delivered an object of another kind than the one
+    /// listed and watched (RF7).
+    #[error("unexpected object: expected {expected}, got {got}")]
+    UnexpectedObject {
+        /// `apiVersion/kind` expected.
+        expected: String,
+        /// `apiVersion/kind` received.
+        got: String,
+    },
+    /// A list answer or initial-events bookmark carried no resourceVersion
+    /// to watch from.
+    #[error("the {0} carried no resourceVersion")]
+    MissingResourceVersion(&'static str),
+    /// A watch ended without any event less than a second after it started
+    /// (the server is likely closing watches at once).
+    #[error("very short watch: it ended after {0:?} without any event")]
+    ShortWatch(Duration),
+    /// The server does not support WatchList (`sendInitialEvents`); the
+    /// reflector uses list + watch from now on.
+    #[error("WatchList is not supported by the server ({reason}); falling back to list and watch")]
+    WatchListUnsupported {
+        /// How that showed.
+        reason: String,
+    },
+    /// A WatchList stream ended before its `k8s.io/initial-events-end`
+    /// bookmark; nothing was deleted and it is retried.
+    #[error("the WatchList stream ended before its initial events were complete")]
+    WatchListIncomplete,
+    /// The DeltaFIFO refused a change (it was closed, or an object had no key).
+    #[error(transparent)]
+    Fifo(#[from] FifoError),
+}
+
+/// What the reflector does after a watch failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Recovery {
+    /// Back off (at least this long) and watch again from the last version.
+    Rewatch(Option<Duration>),
+    /// Back off and watch again, unless such failures keep coming without
+    /// progress: then relist (a bad event or object, RF7).
+    RewatchUnlessRepeated,
+    /// Relist.
+    Relist,
+}
+
+impl ReflectorError {
+    /// The client error behind this failure, if any.
+    pub fn client_error(&self) -> Option<&ClientError> {
+        match self {
+            Self::List(e) | Self::WatchStart(e) | Self::Watch(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the resourceVersion (or continue token) used is no longer
+    /// served: HTTP 410, or an `ERROR` event saying so.
+    pub fn is_expired(&self) -> bool {
+        match self {
+            Self::WatchEvent(status) => status.is_expired(),
+            _ => self.client_error().is_some_and(ClientError::is_expired),
+        }
+    }
+
+    /// Whether the server has not caught up with the resourceVersion asked
+    /// for (504 "Too large resource version").
+    pub fn is_too_large_resource_version(&self) -> bool {
+        match self {
+            Self::WatchEvent(status) => status.is_too_large_resource_version(),
+            _ => self
+                .client_error()
+                .is_some_and(ClientError::is_too_large_resource_version),
+        }
+    }
+
+    /// The delay the server asked for (429 `Retry-After`).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::WatchEvent(status) => status.retry_after(),
+            _ => self.client_error().and_then(ClientError::retry_after),
+        }
+    }
+
+    /// Whether the FIFO was closed (the reflector stops).
+    pub fn is_fifo_closed(&self) -> bool {
+        matches!(self, Self::Fifo(FifoError::Closed))
+    }
+
+    /// How to recover from this failure of a watch (RF4, RF7).
+    pub(crate) fn watch_recovery(&self) -> Recovery {
+        match self {
+            Self::WatchStart(e) | Self::Watch(e) => client_recovery(e),
+            Self::WatchEvent(status) => {
+                if status.is_expired() {
+                    Recovery::Relist
+                } else if status.is_too_many_requests() || status.is_server_error() {
+                    Recovery::Rewatch(status.retry_after())
+                } else {
+                    Recovery::Relist
+                }
+            }
+            Self::UnexpectedObject { .. }
+            | Self::Fifo(FifoError::Key(_))
+            | Self::MissingResourceVersion(_) => Recovery::RewatchUnlessRepeated,
+            Self::ShortWatch(_) => Recovery::Rewatch(None),
+            _ => Recovery::Relist,
+        }
+    }
+}
+
+fn client_recovery(e: &ClientError) -> Recovery {
+    if e.is_expired() {
+        Recovery::Relist
+    } else if e.is_too_many_requests() || e.is_server_error() || e.is_transport() {
+        Recovery::Rewatch(e.retry_after())
+    } else if matches!(
+        e,
+        ClientError::Decode { .. } | ClientError::FrameTooLarge { .. }
+    ) {
+        Recovery::RewatchUnlessRepeated
+    } else {
+        Recovery::Relist
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcontrol_client::ApiError;
+
+    fn api(code: u16, retry: Option<u64>) -> ClientError {
+        ApiError::from_response(code, retry.map(Duration::from_secs), b"").into()
+    }
+
+    #[test]
+    fn rf4_watch_failures_map_to_their_recovery() {
+        let cases = [
+            (ReflectorError::WatchStart(api(410, None)), Recovery::Relist),
+            (
+                ReflectorError::WatchStart(api(429, Some(3))),
+                Recovery::Rewatch(Some(Duration::from_secs(3))),
+            ),
+            (
+                ReflectorError::WatchStart(api(503, None)),
+                Recovery::Rewatch(None),
+            ),
+            (ReflectorError::WatchStart(api(403, None)), Recovery::Relist),
+            (
+                ReflectorError::WatchEvent(Box::new(Status::failure(410, "Expired", "too old"))),
+                Recovery::Relist,
+            ),
+            (
+                ReflectorError::WatchEvent(Box::new(Status::failure(500, "InternalError", "x"))),
+                Recovery::Rewatch(None),
+            ),
+            (
+                ReflectorError::Watch(ClientError::FrameTooLarge { limit: 1 }),
+                Recovery::RewatchUnlessRepeated,
+            ),
+            (
+                ReflectorError::UnexpectedObject {
+                    expected: "v1/ConfigMap".into(),
+                    got: "v1/Status".into(),
+                },
+                Recovery::RewatchUnlessRepeated,
+            ),
+            (ReflectorError::Fifo(FifoError::Closed), Recovery::Relist),
+        ];
+        for (err, want) in cases {
+            assert_eq!(err.watch_recovery(), want, "{err}");
+        }
+        let decode = serde_json_error();
+        assert_eq!(
+            ReflectorError::Watch(decode).watch_recovery(),
+            Recovery::RewatchUnlessRepeated
+        );
+    }
+
+    fn serde_json_error() -> ClientError {
+        kcontrol_client::watch::decode_event::<Status>(b"{not json").unwrap_err()
+    }
+
+    #[test]
+    fn predicates_see_through_to_the_client_error() {
+        assert!(ReflectorError::List(api(410, None)).is_expired());
+        assert!(
+            ReflectorError::WatchEvent(Box::new(Status::failure(410, "Gone", ""))).is_expired()
+        );
+        assert_eq!(
+            ReflectorError::List(api(429, Some(2))).retry_after(),
+            Some(Duration::from_secs(2))
+        );
+        assert!(ReflectorError::Fifo(FifoError::Closed).is_fifo_closed());
+        assert!(!ReflectorError::ShortWatch(Duration::ZERO).is_expired());
+    }
+}

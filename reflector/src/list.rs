@@ -1,0 +1,153 @@
+//! The list phase (RF1, RF2, RF9): list at the version RF1 asks for,
+//! falling back to a consistent read on 410; page through the list,
+//! falling back to one full list when a continue token expires; stream
+//! every object into the FIFO's replace as it is decoded.
+
+use std::time::Instant;
+
+use futures::StreamExt;
+use kcontrol_client::{ListParams, ListStream};
+use kcontrol_deltafifo::ReplaceStream;
+use kcontrol_indexer::Object;
+use serde::de::DeserializeOwned;
+
+use crate::error::ReflectorError;
+use crate::reflector::Reflector;
+
+/// What a successful list brought.
+struct Listed {
+    resource_version: String,
+    items: u64,
+}
+
+/// What one page brought.
+struct Page {
+    resource_version: Option<String>,
+    continue_token: Option<String>,
+}
+
+impl<K> Reflector<K>
+where
+    K: Object + DeserializeOwned,
+{
+    /// Lists into the FIFO (client-go's `list`): at the version RF1 asks
+    /// for, retried at once at `""` when that version is unavailable.
+    pub(crate) async fn list(&self) -> Result<(), ReflectorError> {
+        let relist = self.state.lock().synced_once;
+        self.metrics.list_started(relist);
+        let started = Instant::now();
+        let rv = self.relist_resource_version();
+        let listed = match self.list_at(&rv).await {
+            Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
+                self.report(&e);
+                self.state.lock().last_rv_unavailable = true;
+                self.list_at(&self.relist_resource_version()).await?
+            }
+            other => other?,
+        };
+        {
+            let mut state = self.state.lock();
+            state.last_rv_unavailable = false;
+            state.synced_once = true;
+        }
+        self.metrics.list_finished(listed.items, started.elapsed());
+        tracing::debug!(
+            reflector = %self.config.name,
+            asked = %rv,
+            resource_version = %listed.resource_version,
+            items = listed.items,
+            "listed"
+        );
+        self.set_last_sync_rv(listed.resource_version);
+        Ok(())
+    }
+
+    /// The page size for a list at `rv` (client-go's pager choice): relists
+    /// at a specific version go unpaged so the watch cache serves them,
+    /// unless the server has shown it pages even at `"0"`.
+    pub(crate) fn page_limit(&self, rv: &str) -> Option<u32> {
+        let size = self.config.page_size;
+        if size == 0 {
+            return None;
+        }
+        let paginated = self.state.lock().paginated_result;
+        if !paginated && !rv.is_empty() && rv != "0" {
+            return None;
+        }
+        Some(size)
+    }
+
+    /// One list at `rv`, page by page, streamed into a replace.
+    async fn list_at(&self, rv: &str) -> Result<Listed, ReflectorError> {
+        let mut params = ListParams {
+            resource_version: Some(rv.to_owned()),
+            limit: self.page_limit(rv),
+            ..ListParams::default()
+        };
+        let mut replace = self.fifo.begin_replace()?;
+        let mut items = 0u64;
+        let mut first_page = true;
+        let mut fell_back = false;
+        let resource_version = loop {
+            let page = match self.lister_watcher.list_stream(&params).await {
+                Ok(stream) => self.drain_page(stream, &mut replace, &mut items).await,
+                Err(e) => Err(ReflectorError::List(e)),
+            };
+            let page = match page {
+                Ok(page) => page,
+                Err(e) if params.continue_token.is_some() && e.is_expired() && !fell_back => {
+                    // RF2: the snapshot behind the token is gone; list it all
+                    // again in one go, deleting nothing for the partial pages
+                    self.report(&e);
+                    drop(replace);
+                    replace = self.fifo.begin_replace()?;
+                    params = ListParams {
+                        resource_version: Some(rv.to_owned()),
+                        ..ListParams::default()
+                    };
+                    items = 0;
+                    fell_back = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if first_page && rv == "0" && page.continue_token.is_some() {
+                self.state.lock().paginated_result = true;
+            }
+            first_page = false;
+            match page.continue_token {
+                Some(token) => {
+                    params.continue_token = Some(token);
+                    // a continue token carries its snapshot's version
+                    params.resource_version = None;
+                }
+                None => break page.resource_version,
+            }
+        };
+        let resource_version =
+            resource_version.ok_or(ReflectorError::MissingResourceVersion("list answer"))?;
+        replace.finish(resource_version.as_str())?;
+        Ok(Listed {
+            resource_version,
+            items,
+        })
+    }
+
+    /// Queues every object of a page as it is decoded (RF9).
+    async fn drain_page(
+        &self,
+        mut stream: ListStream<K>,
+        replace: &mut ReplaceStream<'_, K>,
+        items: &mut u64,
+    ) -> Result<Page, ReflectorError> {
+        while let Some(obj) = stream.next().await {
+            let obj = self.prepare(obj.map_err(ReflectorError::List)?)?;
+            replace.add(obj)?;
+            *items += 1;
+        }
+        Ok(Page {
+            resource_version: stream.resource_version().map(str::to_owned),
+            continue_token: stream.continue_token().map(str::to_owned),
+        })
+    }
+}

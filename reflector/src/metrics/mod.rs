@@ -1,0 +1,96 @@
+//! [`ReflectorMetrics`]: hooks a [`Reflector`](crate::Reflector) reports
+//! its activity to — lists and relists, items listed, watches, watch events
+//! by type, resyncs, the last synced resourceVersion — and, with the
+//! `prometheus` feature, an implementation that exports them.
+
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
+
+use std::fmt;
+use std::time::Duration;
+
+/// The type of a watch event, for metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WatchEventType {
+    /// `ADDED`.
+    Added,
+    /// `MODIFIED`.
+    Modified,
+    /// `DELETED`.
+    Deleted,
+    /// `BOOKMARK`.
+    Bookmark,
+    /// `ERROR`.
+    Error,
+}
+
+impl WatchEventType {
+    /// The wire name: `"ADDED"`, `"MODIFIED"`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Added => "ADDED",
+            Self::Modified => "MODIFIED",
+            Self::Deleted => "DELETED",
+            Self::Bookmark => "BOOKMARK",
+            Self::Error => "ERROR",
+        }
+    }
+}
+
+impl fmt::Display for WatchEventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Receives one reflector's activity. Every method has a no-op default;
+/// implement the ones you export. Calls come from the reflector's task and
+/// should be quick.
+pub trait ReflectorMetrics: Send + Sync {
+    /// A list started (a WatchList's initial events count as a list).
+    /// `relist` is false for the reflector's first list only.
+    fn list_started(&self, relist: bool) {
+        let _ = relist;
+    }
+
+    /// A list finished successfully with `items` objects after `elapsed`.
+    fn list_finished(&self, items: u64, elapsed: Duration) {
+        let _ = (items, elapsed);
+    }
+
+    /// A watch request was sent.
+    fn watch_started(&self) {}
+
+    /// A watch stream ended (normally or not) after `events` events and
+    /// `elapsed`.
+    fn watch_ended(&self, events: u64, elapsed: Duration) {
+        let _ = (events, elapsed);
+    }
+
+    /// A watch event was received.
+    fn watch_event(&self, event: WatchEventType) {
+        let _ = event;
+    }
+
+    /// A resync was queued.
+    fn resync(&self) {}
+
+    /// A list or watch failed (the error handler gets the error itself).
+    fn failure(&self) {}
+
+    /// The reflector waits `delay` before retrying.
+    fn backoff(&self, delay: Duration) {
+        let _ = delay;
+    }
+
+    /// The last synced resourceVersion changed.
+    fn last_resource_version(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
+}
+
+/// Metrics that record nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoopReflectorMetrics;
+
+impl ReflectorMetrics for NoopReflectorMetrics {}

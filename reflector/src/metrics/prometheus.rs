@@ -1,0 +1,192 @@
+//! Prometheus metrics for reflectors (feature `prometheus`), through the
+//! `prometheus-client` crate: every metric is a family labelled
+//! `name="<reflector name>"` under the `reflector_` prefix.
+//!
+//! | metric | type |
+//! |---|---|
+//! | `reflector_lists_total` | counter |
+//! | `reflector_relists_total` | counter |
+//! | `reflector_list_items_total` | counter |
+//! | `reflector_list_duration_seconds` | histogram |
+//! | `reflector_watches_total` | counter |
+//! | `reflector_watch_events_total` (also labelled `type`) | counter |
+//! | `reflector_resyncs_total` | counter |
+//! | `reflector_failures_total` | counter |
+//! | `reflector_last_resource_version` | gauge (numeric versions only) |
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use super::{ReflectorMetrics, WatchEventType};
+
+type Labels = Vec<(String, String)>;
+type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// List durations: 10 ms to about 160 s.
+fn list_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.01, 2.0, 15))
+}
+
+/// The reflector metric families of one registry. Register once, then hand
+/// each reflector its own handle with [`for_reflector`](Self::for_reflector).
+///
+/// ```
+/// use kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics;
+/// use kcontrol_reflector::WatchEventType;
+/// use prometheus_client::registry::Registry;
+///
+/// let mut registry = Registry::default();
+/// let families = PrometheusReflectorMetrics::new(&mut registry);
+/// let metrics = families.for_reflector("configmaps");
+/// metrics.list_started(false);
+/// metrics.watch_event(WatchEventType::Modified);
+/// metrics.last_resource_version("42");
+/// let mut text = String::new();
+/// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+/// assert!(text.contains(r#"reflector_lists_total{name="configmaps"} 1"#));
+/// assert!(text.contains(r#"reflector_last_resource_version{name="configmaps"} 42"#));
+/// assert!(text.contains(r#"reflector_watch_events_total{name="configmaps",type="MODIFIED"} 1"#));
+/// ```
+#[derive(Clone, Debug)]
+pub struct PrometheusReflectorMetrics {
+    lists: Family<Labels, Counter>,
+    relists: Family<Labels, Counter>,
+    items: Family<Labels, Counter>,
+    list_duration: HistogramFamily,
+    watches: Family<Labels, Counter>,
+    events: Family<Labels, Counter>,
+    resyncs: Family<Labels, Counter>,
+    failures: Family<Labels, Counter>,
+    last_rv: Family<Labels, Gauge<f64, AtomicU64>>,
+}
+
+impl PrometheusReflectorMetrics {
+    /// Registers the reflector metric families in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let m = Self {
+            lists: Family::default(),
+            relists: Family::default(),
+            items: Family::default(),
+            list_duration: Family::new_with_constructor(list_histogram),
+            watches: Family::default(),
+            events: Family::default(),
+            resyncs: Family::default(),
+            failures: Family::default(),
+            last_rv: Family::default(),
+        };
+        let r = registry.sub_registry_with_prefix("reflector");
+        r.register(
+            "lists",
+            "Lists started (including WatchList initial syncs)",
+            m.lists.clone(),
+        );
+        r.register("relists", "Lists after the first one", m.relists.clone());
+        r.register("list_items", "Objects received by lists", m.items.clone());
+        r.register(
+            "list_duration_seconds",
+            "How long successful lists took",
+            m.list_duration.clone(),
+        );
+        r.register("watches", "Watch requests sent", m.watches.clone());
+        r.register(
+            "watch_events",
+            "Watch events received, by type",
+            m.events.clone(),
+        );
+        r.register("resyncs", "Resyncs queued", m.resyncs.clone());
+        r.register("failures", "List and watch failures", m.failures.clone());
+        r.register(
+            "last_resource_version",
+            "The last synced resourceVersion (when numeric)",
+            m.last_rv.clone(),
+        );
+        m
+    }
+
+    /// The metrics of the reflector called `name`.
+    pub fn for_reflector(&self, name: &str) -> Arc<dyn ReflectorMetrics> {
+        let labels = vec![("name".to_owned(), name.to_owned())];
+        let with_type = |t: WatchEventType| {
+            let mut l = labels.clone();
+            l.push(("type".to_owned(), t.as_str().to_owned()));
+            l
+        };
+        let event_labels = [
+            with_type(WatchEventType::Added),
+            with_type(WatchEventType::Modified),
+            with_type(WatchEventType::Deleted),
+            with_type(WatchEventType::Bookmark),
+            with_type(WatchEventType::Error),
+        ];
+        Arc::new(Named {
+            families: self.clone(),
+            labels,
+            event_labels,
+        })
+    }
+}
+
+/// One reflector's handle on the families.
+struct Named {
+    families: PrometheusReflectorMetrics,
+    labels: Labels,
+    /// `labels` plus each event type, made once.
+    event_labels: [Labels; 5],
+}
+
+impl ReflectorMetrics for Named {
+    fn list_started(&self, relist: bool) {
+        self.families.lists.get_or_create(&self.labels).inc();
+        if relist {
+            self.families.relists.get_or_create(&self.labels).inc();
+        }
+    }
+
+    fn list_finished(&self, items: u64, elapsed: Duration) {
+        self.families
+            .items
+            .get_or_create(&self.labels)
+            .inc_by(items);
+        self.families
+            .list_duration
+            .get_or_create(&self.labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    fn watch_started(&self) {
+        self.families.watches.get_or_create(&self.labels).inc();
+    }
+
+    fn watch_event(&self, event: WatchEventType) {
+        let [added, modified, deleted, bookmark, error] = &self.event_labels;
+        let labels = match event {
+            WatchEventType::Added => added,
+            WatchEventType::Modified => modified,
+            WatchEventType::Deleted => deleted,
+            WatchEventType::Bookmark => bookmark,
+            WatchEventType::Error => error,
+        };
+        self.families.events.get_or_create(labels).inc();
+    }
+
+    fn resync(&self) {
+        self.families.resyncs.get_or_create(&self.labels).inc();
+    }
+
+    fn failure(&self) {
+        self.families.failures.get_or_create(&self.labels).inc();
+    }
+
+    fn last_resource_version(&self, resource_version: &str) {
+        if let Ok(v) = resource_version.parse::<f64>() {
+            self.families.last_rv.get_or_create(&self.labels).set(v);
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! [`Reflector`]: the ListAndWatch loop — sync (a list, or WatchList's
+//! initial events), then watch until a relist is needed, with backoff
+//! between attempts and periodic resyncs — and the state it keeps (the last
+//! synced resourceVersion and what the server has shown it supports).
+//!
+//! The list phase lives in [`crate::list`], the watch phase in
+//! [`crate::watch`], WatchList in [`crate::watch_list`].
+
+use std::any::Any;
+use std::convert::Infallible;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcontrol_deltafifo::DeltaFifo;
+use kcontrol_indexer::{ApiResource, DynamicObject, Object};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::Backoff;
+use crate::config::ReflectorConfig;
+use crate::error::ReflectorError;
+use crate::lister_watcher::{ListerWatcher, WatchEventStream};
+use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics};
+
+/// How often a running reflector checks whether its FIFO was closed.
+const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
+
+/// What the reflector has learned so far.
+#[derive(Debug, Default)]
+pub(crate) struct SyncState {
+    /// The resourceVersion of the last list, event or bookmark processed.
+    pub(crate) last_sync_rv: Option<String>,
+    /// The last version cannot be listed at (410 or "too large"): list at
+    /// `""` (a consistent read) until a list succeeds (RF1).
+    pub(crate) last_rv_unavailable: bool,
+    /// A list at `"0"` came back in pages: the server honours `limit` even
+    /// there (no watch cache), so relists are paged too.
+    pub(crate) paginated_result: bool,
+    /// The server refused WatchList: list and watch from now on (RF6).
+    pub(crate) watch_list_refused: bool,
+    /// WatchList streams that ended cleanly before their initial events did.
+    pub(crate) watch_list_incomplete: u32,
+    /// A list (or WatchList sync) has succeeded once.
+    pub(crate) synced_once: bool,
+}
+
+/// Lists and watches one resource into a [`DeltaFifo`], with client-go's
+/// Reflector semantics (RF1–RF9 of DESIGN.md):
+///
+/// - **RF1** the first list asks for resourceVersion `"0"` (any cached
+///   state), a relist for the last synced version; a list answered 410 or
+///   "too large resourceVersion" is retried at once at `""` (a consistent
+///   read), and the last version counts as unavailable until a list succeeds;
+/// - **RF2** lists are paged (`limit` = [`page_size`](ReflectorConfig::page_size),
+///   `continue` tokens); an expired continue token falls back to one full
+///   list under the same version rules; a single huge page (the watch cache
+///   ignores `limit` at `"0"`) is handled the same way;
+/// - **RF3** watches start from the last synced version with bookmarks and
+///   a `timeoutSeconds` uniform in `[min_watch_timeout, 2 × min_watch_timeout)`;
+///   bookmarks only advance [`last_sync_resource_version`](Self::last_sync_resource_version);
+/// - **RF4** a watch that ends normally is resumed from the last version
+///   without a relist; a 410 (HTTP, or an `ERROR` event) relists (at the
+///   last synced version first); connection errors, 429 (waiting at least
+///   `Retry-After`) and 5xx back off and watch again; other errors relist
+///   after a backoff;
+/// - **RF5** backoff is exponential from 800 ms to 30 s with jitter, reset
+///   after two healthy minutes ([`BackoffConfig`](crate::BackoffConfig));
+/// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the
+///   state comes from a watch with `sendInitialEvents=true`: the initial
+///   events stream into [`DeltaFifo::begin_replace`], which is finished at the
+///   bookmark annotated `k8s.io/initial-events-end` (a stream that fails
+///   before it deletes nothing and is retried); a server that refuses it
+///   (400/403/422, or shows it ignores it) gets list + watch from then on;
+/// - **RF7** a watch event that does not decode, or holds an object of
+///   another kind, is an error that restarts the watch (from the last
+///   version; after three such failures in a row without progress, a
+///   relist) — never a panic, never a silent skip;
+/// - **RF8** after any sequence of faults the FIFO's consumer converges to
+///   the server's state;
+/// - **RF9** a relist never holds the list: each object is decoded and
+///   queued as it arrives, page by page, and the replace is finished after
+///   the last page (or dropped, deleting nothing, if a page fails).
+///
+/// It also resyncs the FIFO every [`resync_period`](ReflectorConfig::resync_period)
+/// (when [`should_resync`](ReflectorConfig::should_resync) agrees), calls
+/// the [`error_handler`](ReflectorConfig::error_handler) on every failure,
+/// and reports to [`metrics`](ReflectorConfig::metrics).
+pub struct Reflector<K: Object> {
+    pub(crate) lister_watcher: Arc<dyn ListerWatcher<K>>,
+    pub(crate) fifo: Arc<DeltaFifo<K>>,
+    pub(crate) config: ReflectorConfig<K>,
+    pub(crate) metrics: Arc<dyn ReflectorMetrics>,
+    pub(crate) state: Mutex<SyncState>,
+    pub(crate) backoff: Mutex<Backoff>,
+    /// What the lister-watcher says it lists, for RF7 checks.
+    pub(crate) expected: Option<ApiResource>,
+    running: AtomicBool,
+}
+
+impl<K: Object> fmt::Debug for Reflector<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("name", &self.config.name)
+            .field("resource", &self.expected)
+            .field("state", &*self.state.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Clears the running flag when `run` ends, however it ends.
+struct RunningGuard<'a>(&'a AtomicBool);
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl<K> Reflector<K>
+where
+    K: Object + DeserializeOwned,
+{
+    /// A reflector that fills `fifo` from `lister_watcher`. Nothing happens
+    /// until [`run`](Self::run).
+    pub fn new(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        fifo: Arc<DeltaFifo<K>>,
+        config: ReflectorConfig<K>,
+    ) -> Self {
+        let metrics = config
+            .metrics
+            .clone()
+            .unwrap_or_else(|| Arc::new(NoopReflectorMetrics));
+        Self {
+            expected: lister_watcher.api_resource(),
+            backoff: Mutex::new(Backoff::new(config.backoff)),
+            lister_watcher,
+            fifo,
+            config,
+            metrics,
+            state: Mutex::new(SyncState::default()),
+            running: AtomicBool::new(false),
+        }
+    }
+
+    /// The resourceVersion of the last list, event or bookmark processed;
+    /// `None` before the first sync.
+    pub fn last_sync_resource_version(&self) -> Option<String> {
+        self.state.lock().last_sync_rv.clone()
+    }
+
+    /// The reflector's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The FIFO this reflector fills.
+    pub fn fifo(&self) -> &Arc<DeltaFifo<K>> {
+        &self.fifo
+    }
+
+    /// Lists and watches until `shutdown` is cancelled or the FIFO is
+    /// closed, retrying every failure after a backoff (client-go's `Run`).
+    ///
+    /// Returns promptly on shutdown, whatever it is doing (listing,
+    /// watching, backing off): the list or watch under way is dropped, and
+    /// a relist under way deletes nothing. A closed FIFO ends it too, within
+    /// about half a second. A reflector runs once at
+    /// a time: a second concurrent call returns at once.
+    pub async fn run(&self, shutdown: CancellationToken) {
+        if self.running.swap(true, Ordering::AcqRel) {
+            tracing::warn!(reflector = %self.config.name, "reflector is already running");
+            return;
+        }
+        let _running = RunningGuard(&self.running);
+        tracing::debug!(reflector = %self.config.name, resource = ?self.expected, "reflector starts");
+        while !shutdown.is_cancelled() && !self.fifo.is_closed() {
+            let ended = tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                () = self.fifo_closed() => break,
+                Err(error) = self.list_and_watch() => error,
+            };
+            if error_stops(&ended) || self.fifo.is_closed() {
+                break;
+            }
+            self.report(&ended);
+            let delay = self.next_backoff(ended.retry_after());
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                () = self.fifo_closed() => break,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+        tracing::debug!(reflector = %self.config.name, "reflector stops");
+    }
+
+    /// Completes once the FIFO is closed (checked every
+    /// [`CLOSED_CHECK_PERIOD`]: the FIFO has no close notification for
+    /// producers).
+    async fn fifo_closed(&self) {
+        while !self.fifo.is_closed() {
+            tokio::time::sleep(CLOSED_CHECK_PERIOD).await;
+        }
+    }
+
+    /// One ListAndWatch: sync, then watch (and resync) until something
+    /// needs a relist. Never returns `Ok`.
+    async fn list_and_watch(&self) -> Result<Infallible, ReflectorError> {
+        let initial_watch = self.sync().await?;
+        tokio::select! {
+            result = self.watch_loop(initial_watch) => result,
+            result = self.resync_loop() => result,
+        }
+    }
+
+    /// Gets the current state into the FIFO: through WatchList when enabled
+    /// and supported (returning the watch to go on with), else a list.
+    async fn sync(&self) -> Result<Option<WatchEventStream<K>>, ReflectorError> {
+        let use_watch_list = self.config.use_watch_list && !self.state.lock().watch_list_refused;
+        if use_watch_list {
+            match self.watch_list().await {
+                Ok(stream) => return Ok(Some(stream)),
+                Err(e) => match e {
+                    ReflectorError::WatchListUnsupported { .. } => {
+                        tracing::info!(reflector = %self.config.name, error = %e, "falling back to list and watch");
+                        self.state.lock().watch_list_refused = true;
+                        self.report(&e);
+                    }
+                    other => return Err(other),
+                },
+            }
+        }
+        self.list().await?;
+        Ok(None)
+    }
+
+    /// Queues a resync every resync period, when `should_resync` agrees.
+    async fn resync_loop(&self) -> Result<Infallible, ReflectorError> {
+        let Some(period) = self.config.resync_period.filter(|p| !p.is_zero()) else {
+            return std::future::pending().await;
+        };
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            if self.config.should_resync.as_ref().is_none_or(|f| f()) {
+                tracing::trace!(reflector = %self.config.name, "resync");
+                self.fifo.resync()?;
+                self.metrics.resync();
+            }
+        }
+    }
+
+    /// Records a processed resourceVersion.
+    pub(crate) fn set_last_sync_rv(&self, rv: String) {
+        self.metrics.last_resource_version(&rv);
+        self.state.lock().last_sync_rv = Some(rv);
+    }
+
+    /// The version a list asks for (RF1): `""` when the last one is
+    /// unavailable, `"0"` before the first sync, else the last synced one.
+    pub(crate) fn relist_resource_version(&self) -> String {
+        let state = self.state.lock();
+        if state.last_rv_unavailable {
+            return String::new();
+        }
+        state.last_sync_rv.clone().unwrap_or_else(|| "0".to_owned())
+    }
+
+    /// The next backoff, at least `at_least`.
+    pub(crate) fn next_backoff(&self, at_least: Option<Duration>) -> Duration {
+        let delay = self.backoff.lock().next_delay();
+        let delay = at_least.map_or(delay, |min| delay.max(min));
+        self.metrics.backoff(delay);
+        delay
+    }
+
+    /// Hands a failure to the error handler, the log and the metrics.
+    pub(crate) fn report(&self, error: &ReflectorError) {
+        self.metrics.failure();
+        if error.is_expired() {
+            tracing::debug!(reflector = %self.config.name, %error, "resourceVersion expired");
+        } else {
+            tracing::warn!(reflector = %self.config.name, %error, "list or watch failed");
+        }
+        if let Some(handler) = &self.config.error_handler {
+            handler(error);
+        }
+    }
+
+    /// Checks an object's kind (RF7) and applies the transform.
+    pub(crate) fn prepare(&self, obj: K) -> Result<K, ReflectorError> {
+        self.check_kind(&obj)?;
+        Ok(match &self.config.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        })
+    }
+
+    /// Rejects a dynamic object that says it is of another kind than the
+    /// resource listed (typed objects check their kind when they decode).
+    fn check_kind(&self, obj: &K) -> Result<(), ReflectorError> {
+        let (Some(expected), Some(dynamic)) = (
+            &self.expected,
+            (obj as &dyn Any).downcast_ref::<DynamicObject>(),
+        ) else {
+            return Ok(());
+        };
+        match &dynamic.types {
+            Some(types) => {
+                self.check_type_meta(expected, Some(&types.api_version), Some(&types.kind))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Rejects an `apiVersion`/`kind` pair (where given) that is not the
+    /// resource's.
+    pub(crate) fn check_type_meta(
+        &self,
+        expected: &ApiResource,
+        api_version: Option<&str>,
+        kind: Option<&str>,
+    ) -> Result<(), ReflectorError> {
+        let want_version = expected.api_version();
+        let version_ok = api_version.is_none_or(|v| v == want_version);
+        let kind_ok = kind.is_none_or(|k| k == expected.kind);
+        if version_ok && kind_ok {
+            return Ok(());
+        }
+        Err(ReflectorError::UnexpectedObject {
+            expected: format!("{}/{}", want_version, expected.kind),
+            got: format!("{}/{}", api_version.unwrap_or("?"), kind.unwrap_or("?")),
+        })
+    }
+}
+
+/// Whether an error ends `run` (the FIFO is closed).
+fn error_stops(error: &ReflectorError) -> bool {
+    error.is_fifo_closed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    #[test]
+    fn run_is_a_send_future_and_the_reflector_is_shareable() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Reflector<ConfigMap>>();
+        shareable::<Reflector<DynamicObject>>();
+        let client = kcontrol_client::Client::new(kcontrol_client::Config::new(
+            "http://127.0.0.1:1".parse().expect("a valid URL"),
+        ))
+        .expect("a client");
+        let api = kcontrol_client::Api::<ConfigMap>::all(client);
+        let reflector = Reflector::new(
+            Arc::new(api),
+            DeltaFifo::builder().build(),
+            ReflectorConfig::default(),
+        );
+        let run = reflector.run(CancellationToken::new());
+        assert_send(&run);
+        assert_eq!(reflector.last_sync_resource_version(), None);
+        assert_eq!(reflector.relist_resource_version(), "0");
+        reflector.state.lock().last_sync_rv = Some("12".into());
+        assert_eq!(reflector.relist_resource_version(), "12");
+        reflector.state.lock().last_rv_unavailable = true;
+        assert_eq!(reflector.relist_resource_version(), "");
+    }
+
+    #[test]
+    fn page_limits_follow_client_go() {
+        let client = kcontrol_client::Client::new(kcontrol_client::Config::new(
+            "http://127.0.0.1:1".parse().expect("a valid URL"),
+        ))
+        .expect("a client");
+        let api = kcontrol_client::Api::<ConfigMap>::all(client);
+        let reflector = Reflector::new(
+            Arc::new(api),
+            DeltaFifo::builder().build(),
+            ReflectorConfig::default().page_size(100),
+        );
+        assert_eq!(reflector.page_limit("0"), Some(100));
+        assert_eq!(reflector.page_limit(""), Some(100));
+        assert_eq!(
+            reflector.page_limit("42"),
+            None,
+            "relists read the watch cache"
+        );
+        reflector.state.lock().paginated_result = true;
+        assert_eq!(reflector.page_limit("42"), Some(100));
+    }
+}

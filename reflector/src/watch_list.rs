@@ -1,0 +1,164 @@
+//! WatchList (RF6): the state arrives as the initial events of a watch
+//! with `sendInitialEvents=true`, streamed straight into the FIFO's replace
+//! and finished at the bookmark annotated `k8s.io/initial-events-end`. A
+//! stream that fails before that bookmark deletes nothing and is retried;
+//! a server that refuses WatchList, or shows it ignores it, makes the
+//! reflector fall back to list + watch for good.
+
+use std::time::Instant;
+
+use futures::StreamExt;
+use kcontrol_client::{Error as ClientError, WatchEvent, WatchParams};
+use kcontrol_indexer::Object;
+use serde::de::DeserializeOwned;
+
+use crate::backoff::watch_timeout_seconds;
+use crate::error::ReflectorError;
+use crate::lister_watcher::WatchEventStream;
+use crate::metrics::WatchEventType;
+use crate::reflector::Reflector;
+
+/// Clean ends before the initial-events bookmark, in a row, after which the
+/// server is taken not to support WatchList.
+const INCOMPLETE_BEFORE_FALLBACK: u32 = 2;
+
+/// Whether a watch request's error says the server refuses WatchList
+/// (an old server rejecting `sendInitialEvents` or `resourceVersionMatch`
+/// on a watch, or a disabled feature).
+fn refuses_watch_list(e: &ClientError) -> bool {
+    e.api_error()
+        .is_some_and(|api| matches!(api.code(), 400 | 403 | 422))
+}
+
+fn unsupported(reason: &str) -> ReflectorError {
+    ReflectorError::WatchListUnsupported {
+        reason: reason.to_owned(),
+    }
+}
+
+impl<K> Reflector<K>
+where
+    K: Object + DeserializeOwned,
+{
+    /// Syncs through WatchList; the watch to go on with once the initial
+    /// events are in the FIFO. A version the server no longer serves (or
+    /// has not reached) is retried once at once from `""` (RF1).
+    pub(crate) async fn watch_list(&self) -> Result<WatchEventStream<K>, ReflectorError> {
+        match self.watch_list_once().await {
+            Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
+                self.report(&e);
+                self.state.lock().last_rv_unavailable = true;
+                self.watch_list_once().await
+            }
+            other => other,
+        }
+    }
+
+    async fn watch_list_once(&self) -> Result<WatchEventStream<K>, ReflectorError> {
+        let (rv, relist) = {
+            let state = self.state.lock();
+            let rv = if state.last_rv_unavailable {
+                String::new()
+            } else {
+                state.last_sync_rv.clone().unwrap_or_default()
+            };
+            (rv, state.synced_once)
+        };
+        let params = WatchParams::default()
+            .timeout(watch_timeout_seconds(
+                self.config.min_watch_timeout,
+                rand::random::<f64>(),
+            ))
+            .streaming_lists();
+        self.metrics.list_started(relist);
+        self.metrics.watch_started();
+        let started = Instant::now();
+        tracing::trace!(reflector = %self.config.name, resource_version = %rv, "watch-list");
+        let stream = match self.lister_watcher.watch(&params, &rv).await {
+            Ok(stream) => stream,
+            Err(e) if refuses_watch_list(&e) => {
+                return Err(unsupported(&format!("the watch was answered with {e}")))
+            }
+            Err(e) => return Err(ReflectorError::WatchStart(e)),
+        };
+        self.stream_initial_events(stream, started).await
+    }
+
+    /// Streams the initial events into a replace, finished at the
+    /// initial-events-end bookmark; dropped (deleting nothing) on failure.
+    async fn stream_initial_events(
+        &self,
+        mut stream: WatchEventStream<K>,
+        started: Instant,
+    ) -> Result<WatchEventStream<K>, ReflectorError> {
+        let mut replace = self.fifo.begin_replace()?;
+        let mut items = 0u64;
+        loop {
+            let event = match stream.next().await {
+                None => return Err(self.incomplete()),
+                Some(Err(e)) => return Err(ReflectorError::Watch(e)),
+                Some(Ok(event)) => event,
+            };
+            match event {
+                WatchEvent::Added(obj) => {
+                    self.metrics.watch_event(WatchEventType::Added);
+                    replace.add(self.prepare(obj)?)?;
+                    items += 1;
+                }
+                WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
+                    self.metrics.watch_event(WatchEventType::Bookmark);
+                    if let Some(expected) = &self.expected {
+                        self.check_type_meta(
+                            expected,
+                            bookmark.api_version.as_deref(),
+                            bookmark.kind.as_deref(),
+                        )?;
+                    }
+                    let rv = bookmark.metadata.resource_version;
+                    if rv.is_empty() {
+                        return Err(ReflectorError::MissingResourceVersion(
+                            "initial-events-end bookmark",
+                        ));
+                    }
+                    replace.finish(rv.as_str())?;
+                    {
+                        let mut state = self.state.lock();
+                        state.last_rv_unavailable = false;
+                        state.synced_once = true;
+                        state.watch_list_incomplete = 0;
+                    }
+                    self.metrics.list_finished(items, started.elapsed());
+                    tracing::debug!(reflector = %self.config.name, resource_version = %rv, items, "watch-list synced");
+                    self.set_last_sync_rv(rv);
+                    return Ok(stream);
+                }
+                WatchEvent::Bookmark(_) => {
+                    return Err(unsupported(
+                        "a bookmark without the k8s.io/initial-events-end annotation came before the initial events ended",
+                    ))
+                }
+                WatchEvent::Modified(_) | WatchEvent::Deleted(_) => {
+                    return Err(unsupported(
+                        "a MODIFIED or DELETED event came among the initial events",
+                    ))
+                }
+                WatchEvent::Error(status) => {
+                    self.metrics.watch_event(WatchEventType::Error);
+                    return Err(ReflectorError::WatchEvent(Box::new(status)));
+                }
+            }
+        }
+    }
+
+    /// A stream ended cleanly before its initial events did: retry, unless
+    /// it keeps happening (the server ignores `sendInitialEvents`).
+    fn incomplete(&self) -> ReflectorError {
+        let mut state = self.state.lock();
+        state.watch_list_incomplete += 1;
+        if state.watch_list_incomplete >= INCOMPLETE_BEFORE_FALLBACK {
+            unsupported("WatchList streams keep ending without the initial-events-end bookmark")
+        } else {
+            ReflectorError::WatchListIncomplete
+        }
+    }
+}

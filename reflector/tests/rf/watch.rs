@@ -1,0 +1,386 @@
+//! RF3 (watch parameters, bookmarks), RF4 (resume without a relist after a
+//! normal end; relist on 410 as an ERROR event or HTTP answer, and on other
+//! errors) and RF7 (corrupt frames and objects of another kind restart the
+//! watch; when they keep coming, a relist).
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kcontrol_client::Api;
+use kcontrol_deltafifo::{DeltaFifo, PopError, ProcessError};
+use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_indexer::{ApiResource, DynamicObject};
+use kcontrol_reflector::{Reflector, ReflectorConfig, ReflectorError};
+use kcontrol_testserver::{TestServer, Verb};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::*;
+
+fn config() -> ReflectorConfig<ConfigMap> {
+    ReflectorConfig::default().backoff(fast_backoff())
+}
+
+fn recording(server: &TestServer) -> (RecordingLw, Arc<Mutex<Vec<Call>>>) {
+    let lw = RecordingLw::new(Api::namespaced(client_for(server.url()), NS));
+    let calls = lw.calls.clone();
+    (lw, calls)
+}
+
+/// Waits until `calls` holds more than `n` successful watch calls.
+async fn watch_calls_beyond(calls: &Arc<Mutex<Vec<Call>>>, n: usize) -> Vec<Call> {
+    let c = calls.clone();
+    wait_for("a new watch", DEADLINE, move || {
+        crate::support::calls(&c, true)
+            .iter()
+            .filter(|w| w.outcome.is_ok())
+            .count()
+            > n
+    })
+    .await;
+    crate::support::calls(calls, true)
+        .into_iter()
+        .filter(|w| w.outcome.is_ok())
+        .collect()
+}
+
+fn rv_number(rv: &str) -> u64 {
+    rv.parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf3_watches_start_at_the_synced_version_with_bookmarks_and_a_random_timeout() {
+    let server = server().await;
+    seed(&server, 3);
+    let listed_at = server.objects().resource_version().to_string();
+    let (lw, calls) = recording(&server);
+    let h = Harness::start(
+        Arc::new(lw),
+        config().min_watch_timeout(Duration::from_secs(60)),
+    );
+    h.synced().await;
+    let watches = watch_calls_beyond(&calls, 0).await;
+    assert_eq!(
+        watches[0].resource_version.as_deref(),
+        Some(listed_at.as_str())
+    );
+    // more watches: each from the version synced when it starts
+    for i in 0..4 {
+        let rv = update(&server, "cm-0", &format!("v{i}"));
+        h.converge(&server).await;
+        server.faults().close_all_watches();
+        let watches = watch_calls_beyond(&calls, i + 1).await;
+        let last = watches.last().unwrap();
+        assert!(rv_number(last.resource_version.as_deref().unwrap()) >= rv);
+    }
+    for w in crate::support::calls(&calls, true) {
+        assert!(w.bookmarks, "allowWatchBookmarks on every watch");
+        assert!(!w.send_initial_events);
+        let t = w.timeout.unwrap();
+        assert!(
+            (60..120).contains(&t),
+            "timeoutSeconds {t} outside [60, 120)"
+        );
+    }
+    let logged = requests(&server, Verb::Watch);
+    assert_eq!(
+        param(&logged[0].query, "allowWatchBookmarks").as_deref(),
+        Some("true")
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf3_bookmarks_advance_the_version_and_queue_nothing() {
+    let server = server().await; // bookmarks every 300 ms
+    seed(&server, 3);
+    let h = Harness::for_url(server.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    let popped = h.popped.lock().unwrap().total();
+    let synced = rv_number(&h.reflector.last_sync_resource_version().unwrap());
+    // other resources move the server's version; only bookmarks tell the
+    // ConfigMap watch about it
+    let mut target = 0;
+    for _ in 0..3 {
+        target = bump_version(&server);
+    }
+    assert!(target > synced);
+    let reflector = h.reflector.clone();
+    wait_for("a bookmark at the new version", DEADLINE, || {
+        rv_number(&reflector.last_sync_resource_version().unwrap()) >= target
+    })
+    .await;
+    assert_eq!(
+        h.popped.lock().unwrap().total(),
+        popped,
+        "a bookmark queued a delta"
+    );
+    assert!(h.fifo.is_empty());
+    // the next watch starts from the bookmark's version
+    let (watches_before, lists_before) = (
+        requests(&server, Verb::Watch).len(),
+        requests(&server, Verb::List).len(),
+    );
+    server.faults().close_all_watches();
+    wait_for("a new watch", DEADLINE, || {
+        requests(&server, Verb::Watch).len() > watches_before
+    })
+    .await;
+    let watch = requests(&server, Verb::Watch).pop().unwrap();
+    assert!(rv_number(&param(&watch.query, "resourceVersion").unwrap()) >= target);
+    assert_eq!(requests(&server, Verb::List).len(), lists_before);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_a_watch_that_ends_is_resumed_without_a_relist() {
+    let server = server().await;
+    seed(&server, 5);
+    let h = Harness::for_url(server.url(), config());
+    h.synced().await;
+    for i in 0..3 {
+        let watches = server.counters().watches_opened;
+        update(&server, &format!("cm-{i}"), "changed");
+        h.converge(&server).await;
+        let synced = h.reflector.last_sync_resource_version().unwrap();
+        server.faults().close_all_watches();
+        wait_for("the watch to resume", DEADLINE, || {
+            server.counters().watches_opened > watches
+        })
+        .await;
+        let resumed = requests(&server, Verb::Watch).pop().unwrap();
+        assert!(
+            rv_number(&param(&resumed.query, "resourceVersion").unwrap()) >= rv_number(&synced),
+            "resumed from the last version"
+        );
+    }
+    server.objects().delete("configmaps", NS, "cm-4").unwrap();
+    h.converge(&server).await;
+    assert_eq!(
+        server.counters().count("list", "configmaps"),
+        1,
+        "no relist"
+    );
+    assert_eq!(h.tombstones(), 0);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_a_410_error_event_relists_at_the_last_synced_version() {
+    let server = server().await;
+    seed(&server, 10);
+    let h = Harness::for_url(server.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    let synced = h.reflector.last_sync_resource_version().unwrap();
+    // changes the watch never delivers, then the history is compacted away
+    server.faults().pause_watches();
+    update(&server, "cm-0", "missed");
+    for i in 1..4 {
+        server
+            .objects()
+            .delete("configmaps", NS, &format!("cm-{i}"))
+            .unwrap();
+    }
+    server
+        .objects()
+        .create("configmaps", NS, configmap("new", "v"))
+        .unwrap();
+    bump_version(&server);
+    server.faults().compact();
+    server.faults().close_all_watches();
+    server.faults().resume_watches();
+    h.converge(&server).await;
+    let lists = requests(&server, Verb::List);
+    assert_eq!(lists.len(), 2);
+    assert_eq!(
+        param(&lists[1].query, "resourceVersion").as_deref(),
+        Some(synced.as_str()),
+        "the relist asks for the last synced version first"
+    );
+    assert_eq!(h.tombstones(), 3, "the missed deletions come as tombstones");
+    assert!(h
+        .errors()
+        .iter()
+        .any(|e| e.contains("ERROR event") && e.contains("410")));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_a_410_http_answer_to_a_watch_relists_and_other_errors_relist_after_a_backoff() {
+    let server = server().await;
+    seed(&server, 3);
+    let proxy = Proxy::start(server.url()).await;
+    let h = Harness::for_url(&proxy.url(), config());
+    h.synced().await;
+    for (code, reason) in [(410, "Gone"), (403, "Forbidden")] {
+        let lists = requests(&server, Verb::List).len();
+        let answered = Arc::new(AtomicUsize::new(0));
+        proxy.set_rule({
+            let answered = answered.clone();
+            move |_, _, q| {
+                if param(q, "watch").is_some() && answered.fetch_add(1, Ordering::SeqCst) == 0 {
+                    Action::Respond(code, status(code, reason, "injected by the test"))
+                } else {
+                    Action::Forward(q.to_owned())
+                }
+            }
+        });
+        server.faults().close_all_watches();
+        wait_for("a relist", DEADLINE, || {
+            requests(&server, Verb::List).len() > lists
+        })
+        .await;
+        assert!(answered.load(Ordering::SeqCst) >= 1);
+        h.converge(&server).await;
+    }
+    let errors = h.errors();
+    assert!(errors
+        .iter()
+        .any(|e| e.contains("watch failed to start") && e.contains("410")));
+    assert!(errors
+        .iter()
+        .any(|e| e.contains("watch failed to start") && e.contains("403")));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf7_a_corrupt_frame_restarts_the_watch_and_loses_no_event() {
+    let server = server().await;
+    seed(&server, 3);
+    let h = Harness::for_url(server.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    server.faults().corrupt_next_watch_frames(1);
+    update(&server, "cm-1", "after-corruption");
+    h.converge(&server).await;
+    let stored = h.store.get_by_key(&format!("{NS}/cm-1")).unwrap();
+    assert_eq!(stored.data.as_ref().unwrap()["value"], "after-corruption");
+    assert!(
+        h.errors()
+            .iter()
+            .any(|e| e.contains("watch stream failed") && e.contains("cannot decode")),
+        "{:?}",
+        h.errors()
+    );
+    assert_eq!(
+        requests(&server, Verb::List).len(),
+        1,
+        "re-watched, not relisted"
+    );
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf7_an_object_of_another_kind_restarts_the_watch() {
+    let server = server().await;
+    seed(&server, 3);
+    let h = Harness::for_url(server.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    server.faults().send_unexpected_kind_frames(1);
+    update(&server, "cm-2", "after-foreign");
+    h.converge(&server).await;
+    assert!(
+        h.errors().iter().any(|e| e.contains("expected ConfigMap")),
+        "{:?}",
+        h.errors()
+    );
+    assert_eq!(requests(&server, Verb::List).len(), 1);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf7_bad_events_that_keep_coming_lead_to_a_relist() {
+    // default bookmark interval (1 min): no bookmark counts as progress here
+    let server = TestServer::builder()
+        .deployment_simulator(None)
+        .start()
+        .await
+        .unwrap();
+    seed(&server, 3);
+    let h = Harness::for_url(server.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    server.faults().send_unexpected_kind_frames(3);
+    update(&server, "cm-0", "x");
+    wait_for("a relist", DEADLINE, || {
+        requests(&server, Verb::List).len() == 2
+    })
+    .await;
+    h.converge(&server).await;
+    let bad = h
+        .errors()
+        .iter()
+        .filter(|e| e.contains("expected ConfigMap"))
+        .count();
+    assert_eq!(bad, 3, "{:?}", h.errors());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf7_dynamic_objects_of_another_kind_are_rejected() {
+    let server = server().await;
+    seed(&server, 2);
+    let resource = ApiResource::new("", "v1", "ConfigMap", "configmaps", true);
+    let api = Api::<DynamicObject>::namespaced_with(client_for(server.url()), NS, &resource);
+    let fifo = DeltaFifo::<DynamicObject>::builder().build();
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let recorded = errors.clone();
+    let reflector = Arc::new(Reflector::new(
+        Arc::new(api),
+        fifo.clone(),
+        ReflectorConfig::default()
+            .backoff(fast_backoff())
+            .error_handler(move |e: &ReflectorError| recorded.lock().unwrap().push(e.to_string())),
+    ));
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let (reflector, shutdown) = (reflector.clone(), shutdown.clone());
+        async move { reflector.run(shutdown).await }
+    });
+    let seen = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let consumer = tokio::spawn({
+        let (fifo, seen) = (fifo.clone(), seen.clone());
+        async move {
+            loop {
+                let r = fifo
+                    .pop_async(|deltas, _| {
+                        let obj = deltas.newest().object();
+                        let value = obj.data["data"]["value"].as_str().unwrap_or("").to_owned();
+                        seen.lock().unwrap().push((deltas.key().to_owned(), value));
+                        Ok::<_, ProcessError<Infallible>>(())
+                    })
+                    .await;
+                if matches!(r, Err(PopError::Closed)) {
+                    return;
+                }
+            }
+        }
+    });
+    wait_for("the initial list", DEADLINE, || fifo.has_synced()).await;
+    server.faults().send_unexpected_kind_frames(1);
+    update(&server, "cm-1", "dynamic");
+    wait_for("the update", DEADLINE, || {
+        seen.lock()
+            .unwrap()
+            .contains(&(format!("{NS}/cm-1"), "dynamic".to_owned()))
+    })
+    .await;
+    assert!(
+        errors
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e == "unexpected object: expected v1/ConfigMap, got v1/Status"),
+        "{:?}",
+        errors.lock().unwrap()
+    );
+    shutdown.cancel();
+    bounded("run ends", run).await.unwrap();
+    fifo.close();
+    bounded("consumer ends", consumer).await.unwrap();
+    assert!(!seen.lock().unwrap().iter().any(|(k, _)| k.is_empty()));
+}
