@@ -182,7 +182,7 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
             ));
             Ok(())
         }
-        Watch::Interrupted(_) => Ok(()),
+        Watch::Interrupted => Ok(()),
         Watch::TimedOut(p) => Err(CliError::Run(format!(
             "timed out after {:?}: {}/{} Foos synced (still waiting: {})",
             args.until_synced_timeout(),
@@ -196,7 +196,7 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
 /// How watching the demo ended.
 enum Watch {
     Synced(Progress),
-    Interrupted(Progress),
+    Interrupted,
     TimedOut(Progress),
 }
 
@@ -236,7 +236,7 @@ async fn watch_progress(
         tokio::select! {
             () = shutdown.cancelled() => {
                 finish_line(tty);
-                return Watch::Interrupted(p);
+                return Watch::Interrupted;
             }
             () = tokio::time::sleep(tick) => {}
         }

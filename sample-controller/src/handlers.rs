@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_indexer::{meta_namespace_key, Object, ObjectOrTombstone};
+use kcontrol_informer::ResourceEventHandler;
 
 use crate::deployment::owning_foo;
 use crate::foo::Foo;
@@ -119,6 +120,30 @@ impl DeploymentHandler {
             tracing::debug!(key = %t.key, "recovered a deleted Deployment from a tombstone");
         }
         self.handle_object(gone.object());
+    }
+}
+
+impl ResourceEventHandler<Foo> for FooHandler {
+    fn on_add(&self, obj: &Arc<Foo>, _is_in_initial_list: bool) {
+        self.added(obj);
+    }
+
+    fn on_update(&self, old: &Arc<Foo>, new: &Arc<Foo>) {
+        self.updated(old, new);
+    }
+}
+
+impl ResourceEventHandler<Deployment> for DeploymentHandler {
+    fn on_add(&self, obj: &Arc<Deployment>, _is_in_initial_list: bool) {
+        self.added(obj);
+    }
+
+    fn on_update(&self, old: &Arc<Deployment>, new: &Arc<Deployment>) {
+        self.updated(old, new);
+    }
+
+    fn on_delete(&self, obj: &ObjectOrTombstone<Deployment>) {
+        self.deleted(obj);
     }
 }
 

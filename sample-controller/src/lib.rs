@@ -23,13 +23,16 @@
 // every variable holding one.
 #![allow(clippy::disallowed_names)]
 
+pub mod app;
 pub mod artifacts;
 pub mod backend;
 pub mod cli;
+pub mod controller;
 pub mod deployment;
 pub mod embedded;
 pub mod foo;
 pub mod handlers;
+mod informers;
 pub mod metrics;
 pub mod signals;
 mod stats;
