@@ -1,0 +1,90 @@
+//! kcontrol: client-go's controller machinery for Rust.
+//!
+//! This crate re-exports the kcontrol crates under one name, so a
+//! controller depends on `kcontrol` alone:
+//!
+//! | module | crate | client-go counterpart |
+//! |---|---|---|
+//! | [`client`] | `kcontrol-client` | `rest`, `tools/clientcmd`, typed clients, `tools/record` |
+//! | [`indexer`] | `kcontrol-indexer` | `tools/cache` store, indexers, listers; `labels` |
+//! | [`deltafifo`] | `kcontrol-deltafifo` | `tools/cache` DeltaFIFO |
+//! | [`reflector`] | `kcontrol-reflector` | `tools/cache` Reflector, ListerWatcher |
+//! | [`informer`] | `kcontrol-informer` | shared informers, informer factory |
+//! | [`workqueue`] | `kcontrol-workqueue` | `util/workqueue` |
+//!
+//! The data flow is client-go's: a reflector lists and watches the API
+//! server into a DeltaFIFO; the informer pops it into a thread-safe indexed
+//! store and calls event handlers; handlers enqueue `namespace/name` keys on
+//! a rate-limited work queue drained by workers that reconcile.
+//!
+//! # Example
+//!
+//! An informer feeding a work queue, against the in-process test API server
+//! (`kcontrol-testserver`), so it runs without a cluster:
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use kcontrol::client::{Api, Client, Config, Kubeconfig, KubeconfigOptions, PostParams};
+//! use kcontrol::indexer::k8s_openapi::api::core::v1::ConfigMap;
+//! use kcontrol::indexer::meta_namespace_key;
+//! use kcontrol::informer::{InformerFactory, ResourceEventHandlerFuncs};
+//! use kcontrol::workqueue::RateLimitingQueue;
+//! use kcontrol_testserver::TestServer;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = TestServer::start().await?;
+//! let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig())?;
+//! let client = Client::try_from(Config::from_custom_kubeconfig(&kubeconfig, &KubeconfigOptions::default())?)?;
+//!
+//! // One shared informer per resource; its handler enqueues keys.
+//! let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+//! let factory = InformerFactory::new(client.clone(), Duration::ZERO);
+//! let configmaps = factory.informer::<ConfigMap>();
+//! let enqueue = queue.clone();
+//! let registration = configmaps.add_event_handler(
+//!     ResourceEventHandlerFuncs::new().add_func(move |cm: &std::sync::Arc<ConfigMap>, _initial| {
+//!         if let Ok(key) = meta_namespace_key(cm.as_ref()) {
+//!             enqueue.add(key);
+//!         }
+//!     }),
+//! )?;
+//!
+//! let shutdown = CancellationToken::new();
+//! factory.start(&shutdown)?;
+//! let synced = factory.wait_for_cache_sync_timeout(Duration::from_secs(10), &shutdown).await;
+//! assert!(synced.values().all(|ok| *ok) && registration.has_synced());
+//!
+//! // A write on the server becomes a key on the queue.
+//! let api: Api<ConfigMap> = Api::namespaced(client, "default");
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.name = Some("settings".into());
+//! api.create(&PostParams::default(), &cm).await?;
+//!
+//! let key = tokio::time::timeout(Duration::from_secs(10), queue.get_async()).await?;
+//! assert_eq!(key.as_deref(), Some("default/settings"));
+//! // ... reconcile, then:
+//! if let Some(key) = key {
+//!     queue.forget(&key);
+//!     queue.done(&key);
+//! }
+//!
+//! queue.shut_down();
+//! shutdown.cancel();
+//! factory.shutdown().await;
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+pub use kcontrol_client as client;
+pub use kcontrol_deltafifo as deltafifo;
+pub use kcontrol_indexer as indexer;
+pub use kcontrol_informer as informer;
+pub use kcontrol_reflector as reflector;
+pub use kcontrol_workqueue as workqueue;
+
+/// The `k8s-openapi` crate kcontrol's typed objects come from (feature `v1_33`).
+pub use kcontrol_indexer::k8s_openapi;
