@@ -23,6 +23,8 @@
 //! writes per Foo (create the Deployment, write the status, create an
 //! Event) with the same two-way concurrency against a fresh server: the
 //! floor a controller cannot beat on this server.
+// the resource is named Foo
+#![allow(clippy::disallowed_names)]
 
 mod procstat;
 
@@ -91,7 +93,10 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
             ("foos", json!(n)),
             ("wall_s", json!(run.wall.as_secs_f64())),
             ("reference_wall_s", json!(reference.as_secs_f64())),
-            ("ratio", json!(run.wall.as_secs_f64() / reference.as_secs_f64())),
+            (
+                "ratio",
+                json!(run.wall.as_secs_f64() / reference.as_secs_f64()),
+            ),
             ("requests_per_foo", json!(run.requests as f64 / n as f64)),
             ("writes_per_foo", json!(run.writes as f64 / n as f64)),
             ("ctl_cpu_ms_per_foo", json!(per_foo(run.controller_cpu))),
@@ -166,7 +171,11 @@ impl ControllerChild {
             match self.lines.recv_timeout(left) {
                 Ok(line) if line == want => return Ok(()),
                 Ok(_) => {}
-                Err(_) => return Err(format!("the controller did not say {want:?} in {timeout:?}")),
+                Err(_) => {
+                    return Err(format!(
+                        "the controller did not say {want:?} in {timeout:?}"
+                    ))
+                }
             }
         }
     }
@@ -179,7 +188,9 @@ impl ControllerChild {
             match self.child.try_wait() {
                 Ok(Some(status)) if status.success() => return Ok(()),
                 Ok(Some(status)) => return Err(format!("the controller exited with {status}")),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
                 Ok(None) => {
                     let _ = self.child.kill();
                     return Err("the controller did not shut down within 60 s".to_owned());
@@ -191,7 +202,8 @@ impl ControllerChild {
 }
 
 fn crd_json() -> Result<Value, String> {
-    serde_yaml::from_str(sample_controller::artifacts::CRD_YAML).map_err(|e| format!("crd.yaml: {e}"))
+    serde_yaml::from_str(sample_controller::artifacts::CRD_YAML)
+        .map_err(|e| format!("crd.yaml: {e}"))
 }
 
 fn foo_json(i: usize) -> Value {
@@ -213,7 +225,10 @@ fn converged(objects: &Objects) -> usize {
         .iter()
         .map(|d| {
             let v = d.value();
-            (d.name().to_owned(), v["status"]["availableReplicas"].as_i64().unwrap_or(0))
+            (
+                d.name().to_owned(),
+                v["status"]["availableReplicas"].as_i64().unwrap_or(0),
+            )
         })
         .collect();
     objects
@@ -262,7 +277,8 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
     objects
         .create("customresourcedefinitions", "", crd_json()?)
         .map_err(|e| format!("installing the CRD: {e}"))?;
-    let kubeconfig = std::env::temp_dir().join(format!("kcontrol-bench-{}-{n}.yaml", std::process::id()));
+    let kubeconfig =
+        std::env::temp_dir().join(format!("kcontrol-bench-{}-{n}.yaml", std::process::id()));
     server
         .write_kubeconfig(&kubeconfig)
         .map_err(|e| format!("writing {}: {e}", kubeconfig.display()))?;
@@ -270,7 +286,11 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
     child.expect("running", Duration::from_secs(60))?;
     let pid = child.pid.clone();
 
-    let (ctl0, proc0, thread0) = (procstat::cpu_time(&pid), procstat::cpu_time("self"), thread_cpu());
+    let (ctl0, proc0, thread0) = (
+        procstat::cpu_time(&pid),
+        procstat::cpu_time("self"),
+        thread_cpu(),
+    );
     server.clear_request_log();
     procstat::reset_peak(&pid);
     let started = Instant::now();
@@ -279,7 +299,9 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
             .create(FOO_RESOURCE, NAMESPACE, foo_json(i))
             .map_err(|e| format!("creating foo-{i}: {e}"))?;
     }
-    wait_for("every Foo to converge", CONVERGE_TIMEOUT, || converged(&objects) == n)?;
+    wait_for("every Foo to converge", CONVERGE_TIMEOUT, || {
+        converged(&objects) == n
+    })?;
     let wall = started.elapsed();
     let controller_cpu = procstat::cpu_time(&pid).saturating_sub(ctl0);
     let server_cpu = procstat::cpu_time("self")
@@ -290,11 +312,15 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
     // The last events are written in the background: count them once the
     // counters stop moving.
     let mut last = u64::MAX;
-    let _ = wait_for("the event writes to settle", Duration::from_secs(30), || {
-        std::thread::sleep(Duration::from_millis(500));
-        let now = server.counters().total;
-        std::mem::replace(&mut last, now) == now
-    });
+    let _ = wait_for(
+        "the event writes to settle",
+        Duration::from_secs(30),
+        || {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = server.counters().total;
+            std::mem::replace(&mut last, now) == now
+        },
+    );
     let counters = server.counters();
     let writes_by: Vec<(String, u64)> = counters
         .by_verb_resource
@@ -313,7 +339,10 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
     let rss_before_relist = procstat::rss_bytes(&pid);
     procstat::reset_peak(&pid);
     let lists = |c: &kcontrol_testserver::Counters| {
-        (c.count("list", FOO_RESOURCE), c.count("list", "deployments.apps"))
+        (
+            c.count("list", FOO_RESOURCE),
+            c.count("list", "deployments.apps"),
+        )
     };
     let before = lists(&counters);
     let relist_start = Instant::now();
@@ -382,7 +411,8 @@ async fn reference(n: usize) -> Result<Duration, String> {
     let events: Api<Event> = Api::namespaced(client, NAMESPACE);
     let results: Vec<Result<(), String>> = futures::stream::iter(foos)
         .map(|mut foo| {
-            let (deployments, foo_api, events) = (deployments.clone(), foo_api.clone(), events.clone());
+            let (deployments, foo_api, events) =
+                (deployments.clone(), foo_api.clone(), events.clone());
             async move {
                 let err = |e: kcontrol_client::Error| e.to_string();
                 deployments
@@ -401,7 +431,10 @@ async fn reference(n: usize) -> Result<Duration, String> {
                 event.metadata.name = Some(format!("{name}.synced"));
                 event.involved_object.name = Some(name);
                 event.reason = Some("Synced".to_owned());
-                events.create(&PostParams::default(), &event).await.map_err(err)?;
+                events
+                    .create(&PostParams::default(), &event)
+                    .await
+                    .map_err(err)?;
                 Ok(())
             }
         })
@@ -433,7 +466,10 @@ pub fn child_main(args: &[String]) -> ExitCode {
         eprintln!("{CHILD_ARG}: needs a kubeconfig path");
         return ExitCode::from(2);
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("{CHILD_ARG}: runtime: {e}");

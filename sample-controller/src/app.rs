@@ -79,17 +79,25 @@ pub async fn run(args: Args) -> Result<(), CliError> {
     }
 }
 
-fn options(args: &Args, namespace: Option<String>, registry: Option<SharedRegistry>) -> ControllerOptions {
+fn options(
+    args: &Args,
+    namespace: Option<String>,
+    registry: Option<SharedRegistry>,
+) -> ControllerOptions {
     ControllerOptions {
         workers: usize::try_from(args.workers).unwrap_or(2),
         resync_period: args.resync(),
         namespace,
         registry,
+        ..ControllerOptions::default()
     }
 }
 
 /// Starts the metrics endpoint when `--metrics-addr` is given.
-async fn metrics(args: &Args, shutdown: &CancellationToken) -> Result<Option<SharedRegistry>, CliError> {
+async fn metrics(
+    args: &Args,
+    shutdown: &CancellationToken,
+) -> Result<Option<SharedRegistry>, CliError> {
     let Some(addr) = args.metrics_addr else {
         return Ok(None);
     };
@@ -139,8 +147,11 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
     crate::signals::cancel_on_signal(shutdown.clone());
     let registry = metrics(args, &shutdown).await?;
     let controller = Arc::new(
-        Controller::new(client, options(args, Some(DEMO_NAMESPACE.to_owned()), registry))
-            .map_err(|e| run_error(&e))?,
+        Controller::new(
+            client,
+            options(args, Some(DEMO_NAMESPACE.to_owned()), registry),
+        )
+        .map_err(|e| run_error(&e))?,
     );
     let stop_controller = CancellationToken::new();
     let running = {
@@ -150,7 +161,9 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
     };
 
     let objects = server.objects();
-    let deadline = args.until_synced.then(|| started + args.until_synced_timeout());
+    let deadline = args
+        .until_synced
+        .then(|| started + args.until_synced_timeout());
     let outcome = watch_progress(&objects, &shutdown, deadline, started).await;
 
     stop_controller.cancel();

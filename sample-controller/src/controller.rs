@@ -15,7 +15,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::events::Recorder;
 use kcontrol_client::Client;
 use kcontrol_indexer::Lister;
-use kcontrol_informer::{HandlerRegistration, HasSynced};
+use kcontrol_informer::{BackoffConfig, HandlerRegistration, HasSynced};
 use kcontrol_workqueue::metrics::prometheus::PrometheusMetricsProvider;
 use kcontrol_workqueue::{default_controller_rate_limiter, QueueConfig, RateLimitingQueue};
 use tokio::sync::watch;
@@ -51,6 +51,9 @@ pub struct ControllerOptions {
     /// A registry to put the queue's, the informers' and the controller's
     /// metrics in.
     pub registry: Option<SharedRegistry>,
+    /// How the informers back off after list and watch failures (default:
+    /// client-go's 800 ms doubling to 30 s, with jitter).
+    pub reflector_backoff: BackoffConfig,
 }
 
 impl Default for ControllerOptions {
@@ -60,6 +63,7 @@ impl Default for ControllerOptions {
             resync_period: Some(Duration::from_secs(30)),
             namespace: None,
             registry: None,
+            reflector_backoff: BackoffConfig::default(),
         }
     }
 }
@@ -117,10 +121,12 @@ impl Controller {
         );
         let handler = Arc::new(SyncHandler::new(backend));
         if let Some(registry) = &options.registry {
-            registry.lock().register_collector(Box::new(ControllerCollector {
-                counters: Arc::clone(handler.counters()),
-                recorder,
-            }));
+            registry
+                .lock()
+                .register_collector(Box::new(ControllerCollector {
+                    counters: Arc::clone(handler.counters()),
+                    recorder,
+                }));
         }
         let registrations = register_handlers(&informers, &queue)?;
         Ok(Self {

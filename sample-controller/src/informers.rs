@@ -26,7 +26,8 @@ impl Informers {
     pub(crate) fn new(client: &Client, options: &ControllerOptions) -> Self {
         let mut builder = InformerFactory::builder(client.clone())
             .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
-            .strip_managed_fields(true);
+            .strip_managed_fields(true)
+            .backoff(options.reflector_backoff);
         if let Some(namespace) = &options.namespace {
             builder = builder.namespace(namespace.clone());
         }

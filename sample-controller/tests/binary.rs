@@ -28,7 +28,14 @@ fn stderr_lines(out: &Output) -> Vec<String> {
 
 #[test]
 fn the_embedded_demo_converges_and_exits_0() {
-    let out = run(&["--embedded", "--foos", "5", "--until-synced", "--timeout", "90s"]);
+    let out = run(&[
+        "--embedded",
+        "--foos",
+        "5",
+        "--until-synced",
+        "--timeout",
+        "90s",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -42,11 +49,21 @@ fn the_embedded_demo_converges_and_exits_0() {
 
 #[test]
 fn a_demo_that_cannot_converge_in_time_exits_1() {
-    let out = run(&["--embedded", "--foos", "3", "--until-synced", "--timeout", "1ms"]);
+    let out = run(&[
+        "--embedded",
+        "--foos",
+        "3",
+        "--until-synced",
+        "--timeout",
+        "1ms",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let lines = stderr_lines(&out);
     let last = lines.last().unwrap();
-    assert!(last.starts_with("sample-controller: error: timed out after 1ms"), "{lines:?}");
+    assert!(
+        last.starts_with("sample-controller: error: timed out after 1ms"),
+        "{lines:?}"
+    );
 }
 
 #[test]
@@ -61,8 +78,14 @@ fn a_bad_kubeconfig_is_one_line_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{out:?}");
         let lines = stderr_lines(&out);
         assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].starts_with("sample-controller: error: "), "{lines:?}");
-        assert!(lines[0].contains(path.to_str().unwrap()), "names the file: {lines:?}");
+        assert!(
+            lines[0].starts_with("sample-controller: error: "),
+            "{lines:?}"
+        );
+        assert!(
+            lines[0].contains(path.to_str().unwrap()),
+            "names the file: {lines:?}"
+        );
         assert!(out.stdout.is_empty());
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -80,7 +103,10 @@ fn a_bad_flag_is_one_line_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         let lines = stderr_lines(&out);
         assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
-        assert!(lines[0].starts_with("sample-controller: error: "), "{lines:?}");
+        assert!(
+            lines[0].starts_with("sample-controller: error: "),
+            "{lines:?}"
+        );
     }
     let help = run(&["--help"]);
     assert!(help.status.success());
@@ -119,7 +145,10 @@ fn sigterm_shuts_down_gracefully_with_exit_0() {
         if let Some(exit) = child.try_wait().unwrap() {
             break exit;
         }
-        assert!(Instant::now() < deadline, "still running 60 s after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "still running 60 s after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut stderr = String::new();

@@ -201,6 +201,9 @@ fn client(config: Config) -> Client {
 
 /// Runs `body` on the testserver, then on the real cluster of
 /// `KCONTROL_E2E_KUBECONFIG`, or prints one line saying that part was skipped.
+// the skip line is for the person running the suite: it goes to stdout,
+// which the test harness shows with `--nocapture`
+#[allow(clippy::print_stdout)]
 pub async fn on_each_target<F, Fut>(test: &str, body: F)
 where
     F: Fn(Env) -> Fut,
@@ -250,6 +253,15 @@ impl RunningController {
         let options = sample_controller::controller::ControllerOptions {
             workers,
             namespace: Some(env.namespace.clone()),
+            // the fault tests end watches every 150 ms: with client-go's
+            // backoff (doubling to 30 s) the informers would spend most of
+            // the test waiting; the backoff itself is proven by the
+            // reflector's tests
+            reflector_backoff: kcontrol_informer::BackoffConfig {
+                initial: Duration::from_millis(50),
+                max: Duration::from_secs(1),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let controller = Arc::new(
@@ -263,10 +275,14 @@ impl RunningController {
             tokio::spawn(async move { controller.run(shutdown).await })
         };
         let running = Arc::clone(&controller);
-        eventually("the controller's caches to sync", env.patience(Duration::from_secs(30)), || {
-            let running = Arc::clone(&running);
-            async move { running.is_running().then_some(()) }
-        })
+        eventually(
+            "the controller's caches to sync",
+            env.patience(Duration::from_secs(30)),
+            || {
+                let running = Arc::clone(&running);
+                async move { running.is_running().then_some(()) }
+            },
+        )
         .await;
         Self {
             controller,

@@ -5,7 +5,9 @@
 //! collection by the server); and bad input: out-of-range replicas (422,
 //! never seen by the controller), no deploymentName (dropped, not retried),
 //! Deployment creates failing (Warning event, retried with backoff).
+// the resource is named Foo; the skip lines are for whoever runs the suite
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::disallowed_names, clippy::print_stdout)]
 
 use std::time::Duration;
 
@@ -26,11 +28,15 @@ async fn deployment_where(
     test: impl Fn(&Deployment) -> bool,
 ) -> Deployment {
     let api = env.deployments();
-    eventually(format!("Deployment {name}: {what}"), env.patience(SHORT), || {
-        let api = api.clone();
-        let test = &test;
-        async move { api.get_opt(name).await.ok().flatten().filter(|d| test(d)) }
-    })
+    eventually(
+        format!("Deployment {name}: {what}"),
+        env.patience(SHORT),
+        || {
+            let api = api.clone();
+            let test = &test;
+            async move { api.get_opt(name).await.ok().flatten().filter(|d| test(d)) }
+        },
+    )
     .await
 }
 
@@ -42,10 +48,11 @@ async fn foo_status(env: &Env, name: &str, replicas: i32) -> Foo {
         || {
             let api = api.clone();
             async move {
-                api.get(name)
-                    .await
-                    .ok()
-                    .filter(|f| f.status.as_ref().is_some_and(|s| s.available_replicas == replicas))
+                api.get(name).await.ok().filter(|f| {
+                    f.status
+                        .as_ref()
+                        .is_some_and(|s| s.available_replicas == replicas)
+                })
             }
         },
     )
@@ -72,7 +79,10 @@ async fn lifecycle(env: Env) {
 
     // create: the Deployment, then the status, then a Synced event
     let foo = foos
-        .create(&PostParams::default(), &Foo::new(&env.namespace, "web", "web-nginx", 1))
+        .create(
+            &PostParams::default(),
+            &Foo::new(&env.namespace, "web", "web-nginx", 1),
+        )
         .await
         .unwrap();
     let d = deployment_where(&env, "web-nginx", "created", |_| true).await;
@@ -89,7 +99,9 @@ async fn lifecycle(env: Env) {
     // scale: the Deployment follows, then the status
     let mut scaled = foos.get("web").await.unwrap();
     scaled.spec.replicas = Some(3);
-    foos.replace("web", &PostParams::default(), &scaled).await.unwrap();
+    foos.replace("web", &PostParams::default(), &scaled)
+        .await
+        .unwrap();
     deployment_where(&env, "web-nginx", "scaled to 3", |d| spec_replicas(d) == 3).await;
     foo_status(&env, "web", 3).await;
 
@@ -104,7 +116,10 @@ async fn lifecycle(env: Env) {
     })
     .await;
     assert_eq!(spec_replicas(&recreated), 3);
-    deployment_where(&env, "web-nginx", "available again", |d| available_replicas(d) == 3).await;
+    deployment_where(&env, "web-nginx", "available again", |d| {
+        available_replicas(d) == 3
+    })
+    .await;
     foo_status(&env, "web", 3).await;
 
     // a Deployment of that name owned by nobody: ErrResourceExists, retried
@@ -114,9 +129,12 @@ async fn lifecycle(env: Env) {
         .create(&PostParams::default(), &foreign)
         .await
         .unwrap();
-    foos.create(&PostParams::default(), &Foo::new(&env.namespace, "late", "taken", 2))
-        .await
-        .unwrap();
+    foos.create(
+        &PostParams::default(),
+        &Foo::new(&env.namespace, "late", "taken", 2),
+    )
+    .await
+    .unwrap();
     let warning = event(&env, "late", "ErrResourceExists").await;
     assert_eq!(warning.type_.as_deref(), Some("Warning"));
     assert_eq!(
@@ -124,22 +142,32 @@ async fn lifecycle(env: Env) {
         Some("Resource \"taken\" already exists and is not managed by Foo")
     );
     let taken = env.deployments().get("taken").await.unwrap();
-    assert!(taken.owner_references().is_empty(), "the foreign Deployment is left alone");
+    assert!(
+        taken.owner_references().is_empty(),
+        "the foreign Deployment is left alone"
+    );
     assert_eq!(spec_replicas(&taken), 1);
 
     // the Foo deleted: the server's garbage collector removes its Deployment
     foos.delete("web", &DeleteParams::default()).await.unwrap();
     let api = env.deployments();
-    eventually("the Deployment of a deleted Foo to be collected", env.patience(SHORT), || {
-        let api = api.clone();
-        async move { api.get_opt("web-nginx").await.ok().filter(Option::is_none) }
-    })
+    eventually(
+        "the Deployment of a deleted Foo to be collected",
+        env.patience(SHORT),
+        || {
+            let api = api.clone();
+            async move { api.get_opt("web-nginx").await.ok().filter(Option::is_none) }
+        },
+    )
     .await;
 
     let stats = ctl.controller.stats();
     assert!(stats.deployments_created >= 2, "{stats:?}");
     assert!(stats.deployments_updated >= 1, "{stats:?}");
-    assert!(stats.sync_errors >= 1, "ErrResourceExists is an error: {stats:?}");
+    assert!(
+        stats.sync_errors >= 1,
+        "ErrResourceExists is an error: {stats:?}"
+    );
     ctl.stop().await;
 }
 
@@ -158,7 +186,12 @@ async fn bad_input(env: Env) {
         let err = foos
             .create(
                 &PostParams::default(),
-                &Foo::new(&env.namespace, &format!("bad-{}", replicas + 1), "bad", replicas),
+                &Foo::new(
+                    &env.namespace,
+                    &format!("bad-{}", replicas + 1),
+                    "bad",
+                    replicas,
+                ),
             )
             .await
             .unwrap_err();
@@ -167,25 +200,42 @@ async fn bad_input(env: Env) {
     }
 
     // no deploymentName: dropped, never retried
-    foos.create(&PostParams::default(), &Foo::new(&env.namespace, "nameless", "", 1))
-        .await
-        .unwrap();
+    foos.create(
+        &PostParams::default(),
+        &Foo::new(&env.namespace, "nameless", "", 1),
+    )
+    .await
+    .unwrap();
     // a later, valid Foo shows the controller has handled the queue so far
-    foos.create(&PostParams::default(), &Foo::new(&env.namespace, "fine", "fine", 1))
-        .await
-        .unwrap();
+    foos.create(
+        &PostParams::default(),
+        &Foo::new(&env.namespace, "fine", "fine", 1),
+    )
+    .await
+    .unwrap();
     foo_status(&env, "fine", 1).await;
     let controller = &ctl.controller;
-    eventually("the nameless Foo to be dropped", env.patience(SHORT), || async {
-        (controller.stats().dropped >= 1).then_some(())
-    })
+    eventually(
+        "the nameless Foo to be dropped",
+        env.patience(SHORT),
+        || async { (controller.stats().dropped >= 1).then_some(()) },
+    )
     .await;
-    assert_eq!(controller.queue().num_requeues(&format!("{}/nameless", env.namespace)), 0);
+    assert_eq!(
+        controller
+            .queue()
+            .num_requeues(&format!("{}/nameless", env.namespace)),
+        0
+    );
     let stats = controller.stats();
     assert_eq!(stats.sync_errors, 0, "{stats:?}");
     assert_eq!(stats.deployments_created, 1, "{stats:?}");
     // nothing the 422s carried reached the controller's cache
-    assert!(controller.foos().list().iter().all(|f| !f.name().unwrap().starts_with("bad-")));
+    assert!(controller
+        .foos()
+        .list()
+        .iter()
+        .all(|f| !f.name().unwrap().starts_with("bad-")));
     assert_eq!(controller.foos().list().len(), 2);
     ctl.stop().await;
 }
@@ -213,13 +263,20 @@ async fn failed_creates_are_warned_about_and_retried_with_backoff() {
     );
     let ctl = RunningController::start(&env, 2).await;
     env.foos()
-        .create(&PostParams::default(), &Foo::new(&env.namespace, "unlucky", "unlucky", 2))
+        .create(
+            &PostParams::default(),
+            &Foo::new(&env.namespace, "unlucky", "unlucky", 2),
+        )
         .await
         .unwrap();
     let warning = event(&env, "unlucky", "FailedCreate").await;
     assert_eq!(warning.type_.as_deref(), Some("Warning"));
     assert!(
-        warning.message.as_deref().unwrap().starts_with("Error creating Deployment \"unlucky\""),
+        warning
+            .message
+            .as_deref()
+            .unwrap()
+            .starts_with("Error creating Deployment \"unlucky\""),
         "{warning:?}"
     );
     deployment_where(&env, "unlucky", "created after the failures", |_| true).await;
@@ -244,14 +301,23 @@ async fn failed_creates_are_warned_about_and_retried_with_backoff() {
     .await;
     // the retries waited: the rate limiter's backoff of this key was used,
     // then forgotten on success
-    assert_eq!(ctl.controller.queue().num_requeues(&format!("{}/unlucky", env.namespace)), 0);
+    assert_eq!(
+        ctl.controller
+            .queue()
+            .num_requeues(&format!("{}/unlucky", env.namespace)),
+        0
+    );
     let creates: Vec<u16> = server
         .request_log()
         .iter()
-        .filter(|r| r.verb == Some(Verb::Create) && r.resource.as_deref() == Some("deployments.apps"))
+        .filter(|r| {
+            r.verb == Some(Verb::Create) && r.resource.as_deref() == Some("deployments.apps")
+        })
         .map(|r| r.status)
         .collect();
     assert_eq!(creates, [500, 500, 500, 201]);
     ctl.stop().await;
-    println!("failed_creates: real-cluster part skipped (it needs the testserver's fault injection)");
+    println!(
+        "failed_creates: real-cluster part skipped (it needs the testserver's fault injection)"
+    );
 }
