@@ -18,6 +18,46 @@
 //! - [`backend`]: the sync handler's backend over listers and the API;
 //! - [`metrics`]: the `/metrics` endpoint;
 //! - [`signals`]: SIGINT / SIGTERM handling.
+//!
+//! Running the controller in-process against the in-process API server,
+//! as the tests do:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use kcontrol_client::RateLimit;
+//! use sample_controller::controller::{Controller, ControllerOptions};
+//! use sample_controller::{artifacts, embedded};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = embedded::start_server().await?;
+//! let client = embedded::client_for(&server, RateLimit { qps: 100.0, burst: 100 })?;
+//! artifacts::install_foo_crd(&client, Duration::from_secs(10)).await?;
+//! embedded::create_foos(&client, 2).await?;
+//!
+//! let controller = Arc::new(Controller::new(client, ControllerOptions::default())?);
+//! let shutdown = CancellationToken::new();
+//! let running = tokio::spawn({
+//!     let (controller, shutdown) = (Arc::clone(&controller), shutdown.clone());
+//!     async move { controller.run(shutdown).await }
+//! });
+//! // every Foo gets its Deployment, and its status the available replicas
+//! let objects = server.objects();
+//! for _ in 0..200 {
+//!     if embedded::progress(&objects).all_synced() {
+//!         break;
+//!     }
+//!     tokio::time::sleep(Duration::from_millis(50)).await;
+//! }
+//! assert!(embedded::progress(&objects).all_synced());
+//! assert_eq!(controller.deployments().list().len(), 2);
+//! shutdown.cancel();
+//! running.await?;
+//! # Ok(())
+//! # }
+//! ```
 
 // The resource is called Foo; clippy's placeholder-name lint would flag
 // every variable holding one.
