@@ -17,7 +17,8 @@
 //! the controller's peak RSS; its RSS before a relist of everything (the
 //! server compacts its history and ends every watch), at the relist's
 //! peak, and 10 s later. The allocator is this binary's (jemalloc by
-//! default, the system's with `--no-default-features`).
+//! default, with the sample-controller binary's options unless
+//! `_RJEM_MALLOC_CONF` is set; the system's with `--no-default-features`).
 //!
 //! Reference, in the same run: a bare client doing the happy path's three
 //! writes per Foo (create the Deployment, write the status, create an
@@ -48,6 +49,10 @@ use crate::report::{row, Report};
 
 /// The hidden first argument that makes this binary the controller child.
 pub const CHILD_ARG: &str = "__controller-child";
+
+/// The variable jemalloc (as tikv-jemallocator builds it) reads its
+/// options from.
+const JEMALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
 
 const FOO_RESOURCE: &str = "foos.samplecontroller.k8s.io";
 const NAMESPACE: &str = "default";
@@ -101,6 +106,7 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
             ("writes_per_foo", json!(run.writes as f64 / n as f64)),
             ("ctl_cpu_ms_per_foo", json!(per_foo(run.controller_cpu))),
             ("srv_cpu_ms_per_foo", json!(per_foo(run.server_cpu))),
+            ("ctl_idle_rss_mib", json!(mib(run.idle_rss))),
             ("ctl_peak_rss_mib", json!(mib(run.peak_rss))),
             ("allocator", json!(allocator())),
         ]));
@@ -126,6 +132,8 @@ struct Run {
     write_kinds: String,
     controller_cpu: Duration,
     server_cpu: Duration,
+    /// The controller's RSS once its caches synced, before the first Foo.
+    idle_rss: u64,
     peak_rss: u64,
     rss_before_relist: u64,
     relist_peak: u64,
@@ -143,7 +151,14 @@ struct ControllerChild {
 impl ControllerChild {
     fn spawn(kubeconfig: &std::path::Path) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        // the sample-controller binary's jemalloc options, unless the
+        // caller chose others
+        if std::env::var_os(JEMALLOC_CONF_ENV).is_none() {
+            let conf = String::from_utf8_lossy(sample_controller::JEMALLOC_CONF);
+            command.env(JEMALLOC_CONF_ENV, conf.trim_end_matches('\0'));
+        }
+        let mut child = command
             .arg(CHILD_ARG)
             .arg(kubeconfig)
             .stdin(Stdio::piped())
@@ -275,7 +290,11 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
     let objects = server.objects();
     let _guard = runtime.enter();
     objects
-        .create("customresourcedefinitions", "", crd_json()?)
+        .create(
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "",
+            crd_json()?,
+        )
         .map_err(|e| format!("installing the CRD: {e}"))?;
     let kubeconfig =
         std::env::temp_dir().join(format!("kcontrol-bench-{}-{n}.yaml", std::process::id()));
@@ -292,6 +311,7 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
         thread_cpu(),
     );
     server.clear_request_log();
+    let idle_rss = procstat::rss_bytes(&pid);
     procstat::reset_peak(&pid);
     let started = Instant::now();
     for i in 0..n {
@@ -373,6 +393,7 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
         write_kinds,
         controller_cpu,
         server_cpu,
+        idle_rss,
         peak_rss,
         rss_before_relist,
         relist_peak,
@@ -394,7 +415,11 @@ async fn reference(n: usize) -> Result<Duration, String> {
         .map_err(|e| format!("testserver: {e}"))?;
     let objects = server.objects();
     objects
-        .create("customresourcedefinitions", "", crd_json()?)
+        .create(
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "",
+            crd_json()?,
+        )
         .map_err(|e| format!("installing the CRD: {e}"))?;
     let client = client_for(&server.kubeconfig())?;
     let started = Instant::now();
