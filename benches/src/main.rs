@@ -4,6 +4,7 @@
 //! reference measured in the same process, and prints a table or, with
 //! `--json`, one JSON object a line.
 
+mod controller;
 mod fixtures;
 mod queue;
 mod report;
@@ -33,6 +34,10 @@ enum Scenario {
     Queue,
     /// The in-process API server: list MB/s, watch events/s, latency.
     Testserver,
+    /// The sample-controller converging 1,000 and 10,000 Foos against the
+    /// testserver (wall time, requests and writes per Foo, CPU per Foo of
+    /// controller and server, peak RSS), then a forced relist's memory.
+    Controller,
 }
 
 /// kcontrol benchmark harness.
@@ -48,6 +53,10 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(controller::CHILD_ARG) {
+        return controller::child_main(argv.get(2..).unwrap_or_default());
+    }
     let args = Args::parse();
     let mut report = Report::new(args.json);
     let result = match args.scenario {
@@ -55,6 +64,7 @@ fn main() -> ExitCode {
         Scenario::Store => store::bench(&mut report),
         Scenario::Queue => queue::bench(&mut report),
         Scenario::Testserver => testserver::bench(&mut report),
+        Scenario::Controller => controller::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -70,6 +70,7 @@ mod client;
 pub mod config;
 pub mod discovery;
 mod error;
+pub mod events;
 pub mod list_stream;
 mod params;
 pub mod path;

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcontrol_indexer::{transform::strip_managed_fields, IndexFunc, Indexers, Object};
-use kcontrol_reflector::{ListerWatcher, ReflectorConfig, ReflectorError, ReflectorMetrics};
+use kcontrol_reflector::{
+    BackoffConfig, ListerWatcher, ReflectorConfig, ReflectorError, ReflectorMetrics,
+};
 use serde::de::DeserializeOwned;
 
 use crate::clock::Clock;
@@ -136,6 +138,14 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
     #[must_use]
     pub fn use_watch_list(mut self, on: bool) -> Self {
         self.reflector.use_watch_list = on;
+        self
+    }
+
+    /// How the reflector backs off after list and watch failures (default:
+    /// client-go's 800 ms doubling to 30 s, with jitter).
+    #[must_use]
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.reflector.backoff = backoff;
         self
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kcontrol_client::{Api, Client};
 use kcontrol_indexer::{ApiResource, DynamicObject, Object, Resource};
-use kcontrol_reflector::{ListWatch, ListerWatcher};
+use kcontrol_reflector::{BackoffConfig, ListWatch, ListerWatcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
@@ -153,6 +153,7 @@ pub struct InformerFactoryBuilder {
     scope: InformerScope,
     use_watch_list: bool,
     strip_managed_fields: bool,
+    backoff: BackoffConfig,
     transforms: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
 }
@@ -212,6 +213,14 @@ impl InformerFactoryBuilder {
         self
     }
 
+    /// How every informer's reflector backs off after list and watch
+    /// failures (default: client-go's 800 ms doubling to 30 s, with jitter).
+    #[must_use]
+    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
     /// Drop `metadata.managedFields` from every object before storing it.
     #[must_use]
     pub fn strip_managed_fields(mut self, on: bool) -> Self {
@@ -240,6 +249,7 @@ impl InformerFactoryBuilder {
             scope: self.scope,
             use_watch_list: self.use_watch_list,
             strip_managed_fields: self.strip_managed_fields,
+            backoff: self.backoff,
             transforms: self.transforms,
             resyncs: self.resyncs,
             stop: CancellationToken::new(),
@@ -279,6 +289,7 @@ pub struct InformerFactory {
     scope: InformerScope,
     use_watch_list: bool,
     strip_managed_fields: bool,
+    backoff: BackoffConfig,
     transforms: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
     /// Cancelled by `shutdown`; every informer runs under a child of it.
@@ -318,6 +329,7 @@ impl InformerFactory {
             scope: InformerScope::default(),
             use_watch_list: false,
             strip_managed_fields: false,
+            backoff: BackoffConfig::default(),
             transforms: HashMap::new(),
             resyncs: HashMap::new(),
         }
@@ -412,7 +424,8 @@ impl InformerFactory {
         let mut builder = SharedIndexInformer::builder(lw)
             .name(key.to_string())
             .resync_period(resync)
-            .use_watch_list(self.use_watch_list);
+            .use_watch_list(self.use_watch_list)
+            .backoff(self.backoff);
         builder = self.with_transform(builder);
         let informer = builder.build();
         st.informers.insert(

@@ -102,6 +102,7 @@ pub use factory::{
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use handlers::MINIMUM_RESYNC_PERIOD;
 pub use informer::SharedIndexInformer;
+pub use kcontrol_reflector::BackoffConfig;
 pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;
 pub use registration::{HandlerOptions, HandlerRegistration};

@@ -30,14 +30,36 @@ pub enum Failure {
 pub struct FaultScope {
     /// Only requests with this verb.
     pub verb: Option<Verb>,
-    /// Only requests for this resource (plural name, e.g. `configmaps`).
+    /// Only requests for this resource: its plural name (`configmaps`,
+    /// `deployments`, any group) or plural and group (`deployments.apps`,
+    /// the form the request log records).
     pub resource: Option<String>,
 }
 
+/// The resource a request is for, as fault scopes match it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScopedResource<'a> {
+    pub(crate) plural: &'a str,
+    /// Empty for the core group.
+    pub(crate) group: &'a str,
+}
+
+impl ScopedResource<'_> {
+    fn is(&self, name: &str) -> bool {
+        match name.split_once('.') {
+            None => name == self.plural,
+            Some((plural, group)) => plural == self.plural && group == self.group,
+        }
+    }
+}
+
 impl FaultScope {
-    fn matches(&self, verb: Option<Verb>, resource: Option<&str>) -> bool {
+    fn matches(&self, verb: Option<Verb>, resource: Option<ScopedResource<'_>>) -> bool {
         self.verb.is_none_or(|v| Some(v) == verb)
-            && self.resource.as_deref().is_none_or(|r| Some(r) == resource)
+            && self
+                .resource
+                .as_deref()
+                .is_none_or(|name| resource.is_some_and(|r| r.is(name)))
     }
 }
 
@@ -193,7 +215,7 @@ impl Faults {
     pub(crate) fn take_failure(
         &self,
         verb: Option<Verb>,
-        resource: Option<&str>,
+        resource: Option<ScopedResource<'_>>,
     ) -> Option<Failure> {
         let mut list = self.inner.failures.lock();
         let idx = list
@@ -234,5 +256,47 @@ impl Faults {
 
     pub(crate) fn subscribe_paused(&self) -> watch::Receiver<bool> {
         self.inner.paused.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEPLOYMENTS: ScopedResource<'static> = ScopedResource {
+        plural: "deployments",
+        group: "apps",
+    };
+    const CONFIGMAPS: ScopedResource<'static> = ScopedResource {
+        plural: "configmaps",
+        group: "",
+    };
+
+    fn scope(verb: Option<Verb>, resource: Option<&str>) -> FaultScope {
+        FaultScope {
+            verb,
+            resource: resource.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_scope_names_the_resource_by_plural_or_by_plural_and_group() {
+        for name in ["deployments", "deployments.apps"] {
+            let s = scope(Some(Verb::Create), Some(name));
+            assert!(s.matches(Some(Verb::Create), Some(DEPLOYMENTS)), "{name}");
+            assert!(!s.matches(Some(Verb::Update), Some(DEPLOYMENTS)), "{name}");
+            assert!(!s.matches(Some(Verb::Create), Some(CONFIGMAPS)), "{name}");
+            assert!(!s.matches(Some(Verb::Create), None), "{name}");
+        }
+        assert!(!scope(None, Some("deployments.batch")).matches(None, Some(DEPLOYMENTS)));
+        assert!(scope(None, Some("configmaps")).matches(None, Some(CONFIGMAPS)));
+        assert!(!scope(None, Some("configmaps.apps")).matches(None, Some(CONFIGMAPS)));
+    }
+
+    #[test]
+    fn an_empty_scope_matches_every_api_request() {
+        let s = FaultScope::default();
+        assert!(s.matches(None, None));
+        assert!(s.matches(Some(Verb::Watch), Some(CONFIGMAPS)));
     }
 }

@@ -15,7 +15,7 @@ pub mod request;
 pub(crate) mod table;
 pub(crate) mod watch;
 
-use crate::faults::{Failure, Faults};
+use crate::faults::{Failure, Faults, ScopedResource};
 use crate::metrics::{Metrics, RequestRecord};
 use crate::rest::Core;
 use crate::status::StatusError;
@@ -161,7 +161,13 @@ async fn route_request(
             tokio::time::sleep(latency).await;
         }
         let (verb, resource) = match route {
-            Route::Resource(r) => (Some(r.verb), Some(r.resource.as_str())),
+            Route::Resource(r) => (
+                Some(r.verb),
+                Some(ScopedResource {
+                    plural: &r.resource,
+                    group: &r.group,
+                }),
+            ),
             _ => (None, None),
         };
         if let Some(f) = state.faults.take_failure(verb, resource) {
