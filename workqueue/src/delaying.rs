@@ -169,6 +169,56 @@ mod tests {
         q.shut_down();
     }
 
+    /// A queue whose next due chunk holds only items being processed (they
+    /// just become dirty), with `LAST` due after them; the clock has passed
+    /// every due time.
+    fn chunk_of_processing_items_then_one() -> (Arc<FakeClock>, DelayingQueue<usize>) {
+        let clock = Arc::new(FakeClock::new());
+        let q: DelayingQueue<usize> =
+            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+        let n = RELEASE_CHUNK + 44;
+        for i in 0..n {
+            q.add(i);
+        }
+        for _ in 0..n {
+            assert!(q.try_get().into_item().is_some());
+        }
+        for i in 0..=n {
+            let item = if i == n { LAST } else { i };
+            q.add_after(item, Duration::from_micros(1 + i as u64));
+        }
+        clock.step(Duration::from_secs(1));
+        (clock, q)
+    }
+
+    const LAST: usize = 1_000_000;
+
+    /// The item due behind a chunk of processing items is not stranded:
+    /// `try_get`, `get` and the async `get` each hand it out at once.
+    #[test]
+    fn wq5_items_behind_a_chunk_of_processing_items_are_not_stranded() {
+        let (_clock, q) = chunk_of_processing_items_then_one();
+        assert_eq!(q.try_get().into_item(), Some(LAST));
+        q.shut_down();
+
+        let (_clock, q) = chunk_of_processing_items_then_one();
+        assert_eq!(
+            q.get_timeout(Duration::from_secs(10)).into_item(),
+            Some(LAST)
+        );
+        q.shut_down();
+
+        let (_clock, q) = chunk_of_processing_items_then_one();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let got = rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), q.get_async()).await });
+        assert_eq!(got.ok().flatten(), Some(LAST));
+        q.shut_down();
+    }
+
     /// The same burst taken by `try_get` alone (no `len` first): each
     /// lock releases a chunk, and nothing is lost or reordered.
     #[test]

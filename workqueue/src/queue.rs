@@ -172,10 +172,20 @@ impl<T: Item> Queue<T> {
     /// Takes the next item without blocking.
     pub fn try_get(&self) -> TryGet<T> {
         let mut locked = self.shared.lock();
-        match locked.pop() {
-            Some(item) => TryGet::Item(item),
-            None if locked.guard.state.is_shutting_down() => TryGet::ShutDown,
-            None => TryGet::Empty,
+        loop {
+            match locked.pop() {
+                Some(item) => return TryGet::Item(item),
+                None if locked.guard.state.is_shutting_down() => return TryGet::ShutDown,
+                // A whole chunk of due items were all being processed:
+                // release the next chunk (each call takes at least one
+                // item off the heap, so this ends).
+                None => {
+                    let more = locked.release_due(RELEASE_CHUNK);
+                    if !more && locked.guard.state.len() == 0 {
+                        return TryGet::Empty;
+                    }
+                }
+            }
         }
     }
 
