@@ -126,7 +126,118 @@ impl<T: Item> DelayingQueue<T> {
 
     /// Number of items scheduled for later (not yet in the queue).
     pub fn scheduled_len(&self) -> usize {
-        let locked = self.queue.shared.lock();
+        let locked = self.queue.shared.lock_all();
         locked.guard.delay.as_ref().map_or(0, |d| d.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::FakeClock;
+    use crate::shared::RELEASE_CHUNK;
+
+    /// Many more items than one release chunk come due at once: `len`
+    /// counts them all, and consumers get every one, in due order, then
+    /// the queue is empty.
+    #[test]
+    fn wq5_a_burst_larger_than_a_chunk_is_released_whole_and_in_order() {
+        let clock = Arc::new(FakeClock::new());
+        let q: DelayingQueue<usize> =
+            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+        let n = 3 * RELEASE_CHUNK + 17;
+        // Scheduled in reverse: item i is due after n - i microseconds.
+        for i in (0..n).rev() {
+            q.add_after(i, Duration::from_micros(1 + (n - i) as u64));
+        }
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.scheduled_len(), n);
+        clock.step(Duration::from_secs(1));
+        assert_eq!(q.len(), n);
+        assert_eq!(q.scheduled_len(), 0);
+        let got: Vec<usize> = std::iter::from_fn(|| {
+            let item = q.try_get().into_item()?;
+            q.done(&item);
+            Some(item)
+        })
+        .collect();
+        let want: Vec<usize> = (0..n).rev().collect();
+        assert_eq!(got, want);
+        assert!(q.is_empty());
+        q.shut_down();
+    }
+
+    /// A queue whose next due chunk holds only items being processed (they
+    /// just become dirty), with `LAST` due after them; the clock has passed
+    /// every due time.
+    fn chunk_of_processing_items_then_one() -> (Arc<FakeClock>, DelayingQueue<usize>) {
+        let clock = Arc::new(FakeClock::new());
+        let q: DelayingQueue<usize> =
+            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+        let n = RELEASE_CHUNK + 44;
+        for i in 0..n {
+            q.add(i);
+        }
+        for _ in 0..n {
+            assert!(q.try_get().into_item().is_some());
+        }
+        for i in 0..=n {
+            let item = if i == n { LAST } else { i };
+            q.add_after(item, Duration::from_micros(1 + i as u64));
+        }
+        clock.step(Duration::from_secs(1));
+        (clock, q)
+    }
+
+    const LAST: usize = 1_000_000;
+
+    /// The item due behind a chunk of processing items is not stranded:
+    /// `try_get`, `get` and the async `get` each hand it out at once.
+    #[test]
+    fn wq5_items_behind_a_chunk_of_processing_items_are_not_stranded() {
+        let (_clock, q) = chunk_of_processing_items_then_one();
+        assert_eq!(q.try_get().into_item(), Some(LAST));
+        q.shut_down();
+
+        let (_clock, q) = chunk_of_processing_items_then_one();
+        assert_eq!(
+            q.get_timeout(Duration::from_secs(10)).into_item(),
+            Some(LAST)
+        );
+        q.shut_down();
+
+        let (_clock, q) = chunk_of_processing_items_then_one();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let got = rt
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), q.get_async()).await });
+        assert_eq!(got.ok().flatten(), Some(LAST));
+        q.shut_down();
+    }
+
+    /// The same burst taken by `try_get` alone (no `len` first): each
+    /// lock releases a chunk, and nothing is lost or reordered.
+    #[test]
+    fn wq5_a_burst_is_handed_out_chunk_by_chunk_in_order() {
+        let clock = Arc::new(FakeClock::new());
+        let q: DelayingQueue<usize> =
+            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+        let n = 2 * RELEASE_CHUNK + 1;
+        for i in 0..n {
+            q.add_after(i, Duration::from_micros(1 + i as u64));
+        }
+        clock.step(Duration::from_secs(1));
+        let mut got = Vec::new();
+        while let Some(item) = q.try_get().into_item() {
+            got.push(item);
+            q.done(&item);
+        }
+        assert_eq!(got, (0..n).collect::<Vec<_>>());
+        assert_eq!(q.scheduled_len(), 0);
+        q.shut_down();
     }
 }

@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 use futures_core::Stream;
 
 use crate::queue::Queue;
-use crate::shared::Shared;
+use crate::shared::{Shared, RELEASE_CHUNK};
 use crate::Item;
 
 /// A parked consumer's registration: its place in the task list and
@@ -46,6 +46,12 @@ fn poll_item<T: Item>(
         }
         if shared.claims.has_pending() {
             locked.merge_claims();
+            continue;
+        }
+        // More due than one chunk, none of them queued (all being
+        // processed): release the next chunk rather than wait for the
+        // timer. Each call takes at least one item off the heap.
+        if locked.release_due(RELEASE_CHUNK) || locked.guard.state.len() > 0 {
             continue;
         }
         locked

@@ -1,6 +1,9 @@
 //! The background thread of a delaying queue (and of a queue with
 //! metrics): it sleeps until the earliest scheduled item is due (or the
 //! next metrics update), moves due items into the queue, and sleeps again.
+//! It moves them a chunk at a time and hands the lock fairly to blocked
+//! consumers between chunks, so when thousands come due at once consumers
+//! start on the first ones while the rest are being moved.
 //! No tokio runtime is needed, and it never polls: it waits on a condition
 //! variable with a deadline, and is kicked when an earlier item is
 //! scheduled or a fake clock jumps. It stops when the queue shuts down or
@@ -137,12 +140,15 @@ fn look<T: Item>(
     }
     let mut locked = shared.lock();
     let merges = shared.intake.as_ref().map(|i| i.merges());
+    let now = shared.clock.now();
+    if !locked.guard.state.is_shutting_down() {
+        locked.release_all_due_in_chunks(now);
+    }
     let inner = &mut *locked.guard;
     if inner.state.is_shutting_down() {
         inner.housekeeper_running = false;
         return None;
     }
-    let now = shared.clock.now();
     if let Some(metrics) = &inner.metrics {
         if next_metrics.is_none_or(|t| t <= now) {
             metrics.update_unfinished_work();

@@ -19,7 +19,7 @@ use std::time::Instant;
 use parking_lot::Mutex;
 
 /// The producer that brings the intake to this size merges it.
-pub(crate) const MERGE_AT: usize = 4096;
+pub(crate) const MERGE_AT: usize = 256;
 
 /// "No deadline": the background thread sleeps until kicked.
 pub(crate) const NOT_ARMED: u64 = u64::MAX;

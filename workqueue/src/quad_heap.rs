@@ -41,34 +41,62 @@ impl<E: Ord + Copy> QuadHeap<E> {
     }
 
     /// Removes and returns the smallest entry.
+    ///
+    /// Bottom-up: the hole left at the root moves down along the smallest
+    /// children to a leaf, then the last entry rises from there (usually
+    /// not at all: it came from the bottom). That saves the comparison
+    /// with the moving entry on every level, and moves instead of swaps.
     pub(crate) fn pop(&mut self) -> Option<E> {
         let last = self.v.pop()?;
-        let Some(first) = self.v.first_mut() else {
+        let Some(&top) = self.v.first() else {
             return Some(last);
         };
-        let top = std::mem::replace(first, last);
         let n = self.v.len();
-        let mut i = 0;
-        // Invariant: i < n; every index compared is below n.
+        let mut hole = 0;
+        // Invariant: hole < n; every index read is below n.
         loop {
-            let child = 4 * i + 1;
+            let child = 4 * hole + 1;
             if child >= n {
                 break;
             }
-            let end = (child + 4).min(n);
-            let mut min = child;
-            for c in child + 1..end {
-                if self.v[c] < self.v[min] {
-                    min = c;
+            let min = if child + 4 <= n {
+                let a = if self.v[child + 1] < self.v[child] {
+                    child + 1
+                } else {
+                    child
+                };
+                let b = if self.v[child + 3] < self.v[child + 2] {
+                    child + 3
+                } else {
+                    child + 2
+                };
+                if self.v[b] < self.v[a] {
+                    b
+                } else {
+                    a
                 }
-            }
-            if self.v[min] < self.v[i] {
-                self.v.swap(i, min);
-                i = min;
+            } else {
+                let mut min = child;
+                for c in child + 1..n {
+                    if self.v[c] < self.v[min] {
+                        min = c;
+                    }
+                }
+                min
+            };
+            self.v[hole] = self.v[min];
+            hole = min;
+        }
+        while hole > 0 {
+            let parent = (hole - 1) / 4;
+            if last < self.v[parent] {
+                self.v[hole] = self.v[parent];
+                hole = parent;
             } else {
                 break;
             }
         }
+        self.v[hole] = last;
         Some(top)
     }
 

@@ -26,7 +26,7 @@ use parking_lot::MutexGuard;
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::get::{Drain, Get, ItemStream};
-use crate::shared::Shared;
+use crate::shared::{Shared, RELEASE_CHUNK};
 use crate::Item;
 
 /// Spins of a consumer that found the queue empty, before it sleeps.
@@ -81,7 +81,7 @@ impl<T: Item> Clone for Queue<T> {
 
 impl<T: Item> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let locked = self.shared.lock();
+        let locked = self.shared.lock_all();
         f.debug_struct("Queue")
             .field("name", &self.shared.name)
             .field("len", &locked.guard.state.len())
@@ -172,10 +172,20 @@ impl<T: Item> Queue<T> {
     /// Takes the next item without blocking.
     pub fn try_get(&self) -> TryGet<T> {
         let mut locked = self.shared.lock();
-        match locked.pop() {
-            Some(item) => TryGet::Item(item),
-            None if locked.guard.state.is_shutting_down() => TryGet::ShutDown,
-            None => TryGet::Empty,
+        loop {
+            match locked.pop() {
+                Some(item) => return TryGet::Item(item),
+                None if locked.guard.state.is_shutting_down() => return TryGet::ShutDown,
+                // A whole chunk of due items were all being processed:
+                // release the next chunk (each call takes at least one
+                // item off the heap, so this ends).
+                None => {
+                    let more = locked.release_due(RELEASE_CHUNK);
+                    if !more && locked.guard.state.len() == 0 {
+                        return TryGet::Empty;
+                    }
+                }
+            }
         }
     }
 
@@ -222,7 +232,7 @@ impl<T: Item> Queue<T> {
                     }
                 });
                 locked.merge_claims();
-                locked.release_due();
+                locked.release_due(RELEASE_CHUNK);
                 continue;
             }
             let wake_at = match (locked.next_due_deadline(), deadline) {
@@ -255,7 +265,7 @@ impl<T: Item> Queue<T> {
             }
             waiting.fetch_sub(1, Ordering::SeqCst);
             locked.merge_claims();
-            locked.release_due();
+            locked.release_due(RELEASE_CHUNK);
         }
     }
 
@@ -293,7 +303,7 @@ impl<T: Item> Queue<T> {
     /// Number of items waiting to be handed out (not those being processed
     /// nor, on a delaying queue, those whose time has not come).
     pub fn len(&self) -> usize {
-        self.shared.lock().guard.state.len()
+        self.shared.lock_all().guard.state.len()
     }
 
     /// Whether no item is waiting.

@@ -163,12 +163,24 @@ impl<T: Item> Shared<T> {
     }
 
     /// Locks the queue, merging the claims of lock-free adds and releasing
-    /// delayed items that are due.
+    /// delayed items that are due, at most [`RELEASE_CHUNK`] of them (the
+    /// rest go at the next lock, in due order: a consumer holding the lock
+    /// to release thousands of items would keep every other consumer from
+    /// the first of them).
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_, T> {
         let mut locked = self.lock_only();
         locked.merge_claims();
-        locked.release_due();
+        locked.release_due(RELEASE_CHUNK);
+        locked
+    }
+
+    /// Locks the queue like [`Shared::lock`], releasing every due item (for
+    /// exact counts).
+    pub(crate) fn lock_all(&self) -> Locked<'_, T> {
+        let mut locked = self.lock_only();
+        locked.merge_claims();
+        locked.release_due(usize::MAX);
         locked
     }
 
@@ -182,6 +194,11 @@ impl<T: Item> Shared<T> {
         }
     }
 }
+
+/// The most delayed items one hold of the lock moves into the queue, in
+/// [`Shared::lock`] and in each step of the background thread (about 0.1 ms
+/// of work).
+pub(crate) const RELEASE_CHUNK: usize = 256;
 
 /// The queue lock, held; see the module documentation.
 pub(crate) struct Locked<'a, T: Item> {
@@ -332,30 +349,62 @@ impl<T: Item> Locked<'_, T> {
         inner.merge_buf = batch;
     }
 
-    /// Moves delayed items that are due into the queue.
+    /// Moves at most `limit` delayed items that are due into the queue,
+    /// earliest first. Returns whether more are due.
     #[inline]
-    pub(crate) fn release_due(&mut self) {
+    pub(crate) fn release_due(&mut self, limit: usize) -> bool {
         self.merge_intake();
         let Some(delay) = &self.guard.delay else {
-            return;
+            return false;
         };
-        if delay.next_due().is_some() {
-            let now = self.shared.clock.now();
-            self.release_due_at(now);
+        if delay.next_due().is_none() {
+            return false;
         }
+        let now = self.shared.clock.now();
+        self.release_due_at(now, limit)
     }
 
-    /// Moves delayed items due at `now` into the queue.
+    /// Moves at most `limit` delayed items due at `now` into the queue,
+    /// earliest first. Returns whether more are due.
     #[inline]
-    pub(crate) fn release_due_at(&mut self, now: Instant) {
+    pub(crate) fn release_due_at(&mut self, now: Instant, limit: usize) -> bool {
         let Some(next) = self.guard.delay.as_ref().and_then(|d| d.next_due()) else {
-            return;
+            return false;
         };
         if next > now {
-            return;
+            return false;
         }
-        while let Some((item, hash)) = self.guard.delay.as_mut().and_then(|d| d.pop_due(now)) {
+        let mut left = limit;
+        while left > 0 {
+            let Some((item, hash)) = self.guard.delay.as_mut().and_then(|d| d.pop_due(now)) else {
+                return false;
+            };
             self.add(item, hash);
+            left -= 1;
+        }
+        // `next_due` may name a stale entry: then the next call finds
+        // nothing, which is harmless.
+        self.guard
+            .delay
+            .as_ref()
+            .and_then(|d| d.next_due())
+            .is_some_and(|next| next <= now)
+    }
+
+    /// Releases every delayed item due at `now`, [`RELEASE_CHUNK`] at a
+    /// time, handing the lock to waiting threads between chunks (fairly:
+    /// a consumer blocked on the lock gets it before this thread takes it
+    /// back), so consumers take the first released items while the rest
+    /// are still being released.
+    pub(crate) fn release_all_due_in_chunks(&mut self, now: Instant) {
+        while self.release_due_at(now, RELEASE_CHUNK) {
+            let wakers = std::mem::take(&mut self.wakers);
+            MutexGuard::unlocked_fair(&mut self.guard, || {
+                wakers.into_iter().for_each(Waker::wake);
+            });
+            if self.guard.state.is_shutting_down() {
+                return;
+            }
         }
     }
 
