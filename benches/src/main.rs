@@ -5,6 +5,7 @@
 //! `--json`, one JSON object a line.
 
 mod fixtures;
+mod informer;
 mod queue;
 mod report;
 mod rss;
@@ -33,6 +34,11 @@ enum Scenario {
     Queue,
     /// The in-process API server: list MB/s, watch events/s, latency.
     Testserver,
+    /// Informer: initial sync (paged list and WatchList) beside a bare
+    /// decode, and watch event to handler latency.
+    Informer,
+    /// Informer: memory of a relist of 100,000 objects forced by a 410.
+    Relist,
 }
 
 /// kcontrol benchmark harness.
@@ -55,6 +61,8 @@ fn main() -> ExitCode {
         Scenario::Store => store::bench(&mut report),
         Scenario::Queue => queue::bench(&mut report),
         Scenario::Testserver => testserver::bench(&mut report),
+        Scenario::Informer => informer::bench(&mut report),
+        Scenario::Relist => informer::relist::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
