@@ -1,6 +1,12 @@
 //! The `event-latency` rows: from just before the server stores an update
 //! to the handler's `on_update`, at a paced write rate, with the server in
-//! this process (its writes are timed by the same clock as the handler).
+//! this process (its writes are timed by the same clock as the handler);
+//! and, to tell the informer's share from the server's and HTTP's, the
+//! same rates through the informer alone (`path: "informer-only"`): watch
+//! events handed to the reflector on a channel (no server, no HTTP), then
+//! the DeltaFIFO, the store, the handler's buffer and thread.
+
+mod channel;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,6 +60,7 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
                     ("scenario", json!("event-latency")),
                     ("events_per_sec", json!(rate)),
                     ("watchlist", json!(watch_list)),
+                    ("path", json!("server+http+informer")),
                     ("events", json!(lat.len())),
                     ("p50_us", json!(percentile(&lat, 0.50))),
                     ("p99_us", json!(percentile(&lat, 0.99))),
@@ -63,17 +70,31 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
             }
         }
         server.shutdown().await;
+        for rate in RATES {
+            let lat = channel::latencies(rate, SECONDS).await?;
+            report.row(row([
+                ("scenario", json!("event-latency")),
+                ("events_per_sec", json!(rate)),
+                ("watchlist", json!(false)),
+                ("path", json!("informer-only")),
+                ("events", json!(lat.len())),
+                ("p50_us", json!(percentile(&lat, 0.50))),
+                ("p99_us", json!(percentile(&lat, 0.99))),
+                ("max_us", json!(lat.last().copied().unwrap_or(0))),
+                ("measured", json!("from handing a decoded watch event to the reflector on a channel (no server, no HTTP) to the handler's on_add (reflector, DeltaFIFO, store, handler thread); events paced by a writer thread")),
+            ]));
+        }
         Ok(())
     })
 }
 
 /// Nanoseconds since `base`.
-fn nanos_since(base: Instant) -> u64 {
+pub(super) fn nanos_since(base: Instant) -> u64 {
     u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// The `seq` data value of a written object.
-fn seq_of(cm: &ConfigMap) -> Option<usize> {
+pub(super) fn seq_of(cm: &ConfigMap) -> Option<usize> {
     cm.data.as_ref()?.get("seq")?.parse().ok()
 }
 
