@@ -55,6 +55,8 @@ const URL_ENV: &str = "KCONTROL_BENCH_INFORMER_URL";
 const NAMESPACE_ENV: &str = "KCONTROL_BENCH_INFORMER_NAMESPACE";
 const OBJECTS_ENV: &str = "KCONTROL_BENCH_INFORMER_OBJECTS";
 const WATCH_LIST_ENV: &str = "KCONTROL_BENCH_INFORMER_WATCH_LIST";
+/// Options of the `tikv-jemallocator` build of jemalloc.
+const MALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
 
 /// Objects of the sync rows.
 const SIZES: [usize; 2] = [10_000, 100_000];
@@ -115,6 +117,9 @@ pub struct ChildSpec {
     pub objects: usize,
     /// Sync through WatchList streaming.
     pub watch_list: bool,
+    /// jemalloc options of the child (`_RJEM_MALLOC_CONF`), when not the
+    /// defaults.
+    pub malloc_conf: Option<&'static str>,
 }
 
 impl ChildSpec {
@@ -128,6 +133,7 @@ impl ChildSpec {
                 .parse()
                 .map_err(|e| format!("{OBJECTS_ENV}: {e}"))?,
             watch_list: var(WATCH_LIST_ENV)? == "true",
+            malloc_conf: None,
         })
     }
 
@@ -135,7 +141,11 @@ impl ChildSpec {
     /// and returns the JSON object it printed.
     pub fn run(&self, scenario: &str) -> Result<HashMap<String, Value>, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-        let out = Command::new(exe)
+        let mut command = Command::new(exe);
+        if let Some(conf) = self.malloc_conf {
+            command.env(MALLOC_CONF_ENV, conf);
+        }
+        let out = command
             .arg(scenario)
             .env(ROLE_ENV, &self.role)
             .env(URL_ENV, &self.url)

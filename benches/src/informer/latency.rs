@@ -106,6 +106,7 @@ async fn latencies(server: &TestServer, watch_list: bool, rate: u64) -> Result<V
         namespace: NAMESPACE.to_owned(),
         objects: OBJECTS,
         watch_list,
+        malloc_conf: None,
     };
     let informer = builder(&spec)?.build();
     let total = usize::try_from(rate * SECONDS).map_err(|e| e.to_string())?;

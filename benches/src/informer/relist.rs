@@ -22,7 +22,17 @@
 //!    `relist_seconds` the time from the 410 to the sentinel's add.
 //!
 //! Both figures are whole-process figures of the informer's process, with
-//! no server memory in them.
+//! no server memory in them. `max_fifo_backlog` is the most relisted
+//! objects decoded (counted by the transform) but not yet stored (counted
+//! by an index function), sampled every half millisecond.
+//!
+//! Each runs twice: with jemalloc's default options, and with one arena
+//! (`_RJEM_MALLOC_CONF=narenas:1`). By default jemalloc gives each thread
+//! one of several arenas; the reflector's task moves between Tokio's
+//! worker threads, so the relisted objects can be allocated in another
+//! arena than the one the old objects are freed to, and the process grows
+//! until that freed memory decays back to the system (seconds later). With
+//! one arena the freed memory is reused at once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -32,6 +42,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_client::{Api, Client, DeleteParams, PostParams};
+use kcontrol_indexer::transform::strip_managed_fields;
 use kcontrol_informer::ResourceEventHandlerFuncs;
 use kcontrol_reflector::ReflectorMetrics;
 use serde_json::{json, Value};
@@ -47,6 +58,9 @@ use crate::rss;
 const OBJECTS: usize = 100_000;
 /// Namespace of the objects.
 const NAMESPACE: &str = "relist";
+/// jemalloc with one arena: every thread allocates from and frees to the
+/// same arena (by default each thread is assigned one of 4 per core).
+const ONE_ARENA: &str = "narenas:1";
 /// Idle time after the sync before the steady RSS is read.
 const SETTLE: Duration = Duration::from_secs(3);
 /// Longest sync, and longest relist, before the run is abandoned.
@@ -58,37 +72,42 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
         return result;
     }
     let server = ServerProcess::start("relist", &[(NAMESPACE, OBJECTS)])?;
-    for watch_list in [false, true] {
-        let spec = ChildSpec {
-            role: "relist".to_owned(),
-            url: server.url().to_owned(),
-            namespace: NAMESPACE.to_owned(),
-            objects: OBJECTS,
-            watch_list,
-        };
-        let out = spec.run("relist")?;
-        report.row(relist_row(&out, watch_list)?);
+    for malloc_conf in [None, Some(ONE_ARENA)] {
+        for watch_list in [false, true] {
+            let spec = ChildSpec {
+                role: "relist".to_owned(),
+                url: server.url().to_owned(),
+                namespace: NAMESPACE.to_owned(),
+                objects: OBJECTS,
+                watch_list,
+                malloc_conf,
+            };
+            let out = spec.run("relist")?;
+            report.row(relist_row(&out, &spec)?);
+        }
     }
     Ok(())
 }
 
 fn relist_row(
     out: &HashMap<String, Value>,
-    watch_list: bool,
+    spec: &ChildSpec,
 ) -> Result<crate::report::Row, String> {
     let steady = bytes_field(out, "steady_rss_bytes")?;
     let peak = bytes_field(out, "relist_peak_rss_bytes")?;
     Ok(row([
         ("scenario", json!("relist")),
         ("objects", json!(OBJECTS)),
-        ("watchlist", json!(watch_list)),
+        ("watchlist", json!(spec.watch_list)),
+        ("malloc_conf", json!(spec.malloc_conf.unwrap_or("default"))),
         ("steady_rss_bytes", json!(steady)),
         ("relist_peak_rss_bytes", json!(peak)),
         ("ratio", json!(peak as f64 / steady as f64)),
         ("relist_seconds", json!(field(out, "relist_seconds")?)),
+        ("max_fifo_backlog", out.get("max_fifo_backlog").cloned().unwrap_or(Value::Null)),
         ("sync_seconds", json!(field(out, "sync_seconds")?)),
         ("sync_peak_rss_bytes", json!(bytes_field(out, "sync_peak_rss_bytes")?)),
-        ("measured", json!("informer alone in a fresh child process (server in another): steady = VmRSS 3 s after the initial sync; peak = VmHWM from a 410 ERROR on the re-watch until a sentinel created after the relist reaches the handler")),
+        ("measured", json!("informer alone in a fresh child process (server in another): steady = VmRSS 3 s after the initial sync; peak = VmHWM from a 410 ERROR on the re-watch until a sentinel created after the relist reaches the handler; max_fifo_backlog = most relisted objects decoded but not yet stored, sampled every 0.5 ms until the relist's list ended")),
     ]))
 }
 
@@ -111,6 +130,44 @@ impl ReflectorMetrics for RelistMetrics {
     }
 }
 
+/// Objects the reflector decoded and objects the pop loop stored, to
+/// sample how many relisted objects wait in the DeltaFIFO (each a second
+/// copy beside the old object still in the store).
+#[derive(Default)]
+struct Backlog {
+    /// Transform calls: one per decoded object, before it enters the FIFO.
+    decoded: AtomicU64,
+    /// Index function calls: two per store upsert of a known key (the new
+    /// object's values, then the old one's).
+    indexed: AtomicU64,
+}
+
+impl Backlog {
+    fn counts(&self) -> (u64, u64) {
+        (
+            self.decoded.load(Ordering::SeqCst),
+            self.indexed.load(Ordering::SeqCst),
+        )
+    }
+}
+
+/// Waits for the relist to finish, sampling the FIFO backlog; returns the
+/// largest one seen.
+async fn wait_relist(metrics: &RelistMetrics, backlog: &Backlog) -> Result<u64, String> {
+    let (decoded0, indexed0) = backlog.counts();
+    let deadline = Instant::now() + LIMIT;
+    let mut max = 0;
+    while metrics.relists_done.load(Ordering::SeqCst) == 0 {
+        if Instant::now() >= deadline {
+            return Err(format!("relist: not within {LIMIT:?}"));
+        }
+        let (decoded, indexed) = backlog.counts();
+        max = max.max((decoded - decoded0).saturating_sub((indexed - indexed0) / 2));
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+    Ok(max)
+}
+
 /// Sends `POST path` to the server's admin endpoint.
 async fn admin(client: &Client, path: &str) -> Result<(), String> {
     let request = http::Request::post(path)
@@ -126,8 +183,20 @@ async fn admin(client: &Client, path: &str) -> Result<(), String> {
 /// Child: sync, steady RSS, forced relist, peak RSS.
 pub async fn relist_child(spec: &ChildSpec) -> Result<Value, String> {
     let metrics = Arc::new(RelistMetrics::default());
+    let backlog = Arc::new(Backlog::default());
+    let (decoded, indexed) = (Arc::clone(&backlog), Arc::clone(&backlog));
     let informer = builder(spec)?
         .reflector_metrics(Arc::clone(&metrics) as Arc<dyn ReflectorMetrics>)
+        // the same transform, counted
+        .transform(move |mut cm: ConfigMap| {
+            strip_managed_fields(&mut cm);
+            decoded.decoded.fetch_add(1, Ordering::Relaxed);
+            cm
+        })
+        .indexer("bench-count", move |_| {
+            indexed.indexed.fetch_add(1, Ordering::Relaxed);
+            Vec::new()
+        })
         .build();
     let adds = Arc::new(AtomicUsize::new(0));
     let synced = counting_handler(&informer, &adds)?;
@@ -159,12 +228,10 @@ pub async fn relist_child(spec: &ChildSpec) -> Result<Value, String> {
         let client = client(&spec.url)?;
         rss::reset_peak();
         let start = Instant::now();
+        let (_, indexed_before) = backlog.counts();
         admin(&client, "/__admin/expire?watches=1").await?;
         admin(&client, "/__admin/close-watches").await?;
-        wait_until("relist", LIMIT, || {
-            metrics.relists_done.load(Ordering::SeqCst) > 0
-        })
-        .await?;
+        let max_backlog = wait_relist(&metrics, &backlog).await?;
         let api = Api::<ConfigMap>::namespaced(client, &spec.namespace);
         let mut sentinel = ConfigMap::default();
         sentinel.metadata.name = Some(sentinel_name.clone());
@@ -176,6 +243,11 @@ pub async fn relist_child(spec: &ChildSpec) -> Result<Value, String> {
         })
         .await?;
         let relist_seconds = start.elapsed().as_secs_f64();
+        // every object replaced once (two index calls each), and the
+        // sentinel added (one): else the backlog figure means nothing
+        let (_, indexed_after) = backlog.counts();
+        let calls = indexed_after - indexed_before;
+        let max_backlog = (calls == 2 * spec.objects as u64 + 1).then_some(max_backlog);
         let peak = rss::peak_bytes();
         let stored = informer.store().len();
         api.delete(&sentinel_name, &DeleteParams::default())
@@ -193,6 +265,7 @@ pub async fn relist_child(spec: &ChildSpec) -> Result<Value, String> {
             "steady_rss_bytes": steady,
             "relist_peak_rss_bytes": peak,
             "relist_seconds": relist_seconds,
+            "max_fifo_backlog": max_backlog,
         }))
     }
     .await;

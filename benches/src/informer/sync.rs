@@ -43,6 +43,7 @@ pub fn bench(
         namespace: namespace.to_owned(),
         objects,
         watch_list: false,
+        malloc_conf: None,
     };
     let decode = spec.run("informer")?;
     let decode_seconds = field(&decode, "decode_seconds")?;
