@@ -11,7 +11,8 @@
 //!   run, a bare `serde_json` decode of the same list bytes into
 //!   `ObjectList<ConfigMap>`: its time and the resident growth it causes.
 //! - `event-latency` ([`latency`]): watch event to handler latency, p50
-//!   and p99, at 1,000 and 10,000 writes a second.
+//!   and p99, at 1,000 and 10,000 writes a second, through the server and
+//!   HTTP, and through the informer alone (`path: "informer-only"`).
 //!
 //! The informer is built as a controller would build it: the
 //! managedFields-stripping transform on, the client's default rate limit
@@ -28,6 +29,9 @@
 //! `decoded_rss_bytes` is the resident growth of the decode child across
 //! `serde_json::from_slice` (the list bytes were already resident before).
 //! Times include the server serving the list on the same two cores.
+//!
+//! The `relist` scenario ([`relist`]) shares the server child and the
+//! measuring children.
 //!
 //! The latency rows run the server in this process (memory is not measured
 //! there): from just before the server stores an update to the handler's
