@@ -6,6 +6,7 @@
 
 mod controller;
 mod fixtures;
+mod informer;
 mod queue;
 mod report;
 mod rss;
@@ -38,6 +39,11 @@ enum Scenario {
     /// testserver (wall time, requests and writes per Foo, CPU per Foo of
     /// controller and server, peak RSS), then a forced relist's memory.
     Controller,
+    /// Informer: initial sync (paged list and WatchList) beside a bare
+    /// decode, and watch event to handler latency.
+    Informer,
+    /// Informer: memory of a relist of 100,000 objects forced by a 410.
+    Relist,
 }
 
 /// kcontrol benchmark harness.
@@ -65,6 +71,8 @@ fn main() -> ExitCode {
         Scenario::Queue => queue::bench(&mut report),
         Scenario::Testserver => testserver::bench(&mut report),
         Scenario::Controller => controller::bench(&mut report),
+        Scenario::Informer => informer::bench(&mut report),
+        Scenario::Relist => informer::relist::bench(&mut report),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

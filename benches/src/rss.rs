@@ -21,8 +21,18 @@ pub fn reset_peak() -> bool {
     fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
+/// A field of another process's `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`)
+/// in bytes; zero when it cannot be read.
+pub fn process_bytes(pid: u32, field: &str) -> u64 {
+    read_kib(&format!("/proc/{pid}/status"), field) * 1024
+}
+
 fn status_kib(field: &str) -> u64 {
-    let Ok(status) = fs::read_to_string("/proc/self/status") else {
+    read_kib("/proc/self/status", field)
+}
+
+fn read_kib(path: &str, field: &str) -> u64 {
+    let Ok(status) = fs::read_to_string(path) else {
         return 0;
     };
     status
