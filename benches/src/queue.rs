@@ -29,9 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use kcontrol_workqueue::metrics::{
-    CounterMetric, GaugeMetric, HistogramMetric, NoopMetric, SettableGaugeMetric,
-};
+use kcontrol_workqueue::metrics::HistogramMetric;
 use kcontrol_workqueue::{DelayingQueue, MetricsProvider, Queue, QueueConfig, RateLimitingQueue};
 use serde_json::json;
 
@@ -362,29 +360,8 @@ impl HistogramMetric for LatencyLog {
 }
 
 impl MetricsProvider for LatencyLog {
-    fn new_depth_metric(&self, _name: &str) -> Box<dyn GaugeMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_adds_metric(&self, _name: &str) -> Box<dyn CounterMetric> {
-        Box::new(NoopMetric)
-    }
     fn new_latency_metric(&self, _name: &str) -> Box<dyn HistogramMetric> {
         Box::new(self.clone())
-    }
-    fn new_work_duration_metric(&self, _name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_unfinished_work_seconds_metric(&self, _name: &str) -> Box<dyn SettableGaugeMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_longest_running_processor_seconds_metric(
-        &self,
-        _name: &str,
-    ) -> Box<dyn SettableGaugeMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_retries_metric(&self, _name: &str) -> Box<dyn CounterMetric> {
-        Box::new(NoopMetric)
     }
 }
 

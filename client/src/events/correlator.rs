@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use lru::LruCache;
 use serde_json::{json, Value};
 
+use super::keys::{aggregate_key, event_key};
 use super::spam::SpamFilter;
 
 /// Prefix of an aggregated event's message.
@@ -88,53 +89,6 @@ pub(crate) struct Correlator {
     aggregates: LruCache<String, AggregateRecord>,
     logs: LruCache<String, EventLog>,
     spam: SpamFilter,
-}
-
-fn join(parts: &[Option<&str>]) -> String {
-    parts
-        .iter()
-        .map(|p| p.unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\u{1f}")
-}
-
-/// Source, object, type and reason: what similar events share.
-fn aggregate_key(event: &Event) -> String {
-    let source = event.source.as_ref();
-    let obj = &event.involved_object;
-    join(&[
-        source.and_then(|s| s.component.as_deref()),
-        source.and_then(|s| s.host.as_deref()),
-        obj.kind.as_deref(),
-        obj.namespace.as_deref(),
-        obj.name.as_deref(),
-        obj.uid.as_deref(),
-        obj.api_version.as_deref(),
-        event.type_.as_deref(),
-        event.reason.as_deref(),
-        event.reporting_component.as_deref(),
-        event.reporting_instance.as_deref(),
-    ])
-}
-
-/// Everything that makes two events the same occurrence (client-go's
-/// `getEventKey`).
-pub(crate) fn event_key(event: &Event) -> String {
-    let source = event.source.as_ref();
-    let obj = &event.involved_object;
-    join(&[
-        source.and_then(|s| s.component.as_deref()),
-        source.and_then(|s| s.host.as_deref()),
-        obj.kind.as_deref(),
-        obj.namespace.as_deref(),
-        obj.name.as_deref(),
-        obj.field_path.as_deref(),
-        obj.uid.as_deref(),
-        obj.api_version.as_deref(),
-        event.type_.as_deref(),
-        event.reason.as_deref(),
-        event.message.as_deref(),
-    ])
 }
 
 impl Correlator {

@@ -35,6 +35,7 @@
 //! ```
 
 mod correlator;
+mod keys;
 mod reference;
 mod spam;
 mod stats;

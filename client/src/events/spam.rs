@@ -9,6 +9,8 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Event;
 use lru::LruCache;
 
+use super::keys::spam_key;
+
 /// A token bucket refilled continuously at `qps` up to `burst`.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
@@ -22,27 +24,6 @@ pub(crate) struct SpamFilter {
     buckets: LruCache<String, Bucket>,
     burst: f64,
     qps: f64,
-}
-
-/// The key of a source + involved object (client-go's `getSpamKey`):
-/// reason, type and message are not part of it, so a hot loop that varies
-/// its message is limited too.
-pub(crate) fn spam_key(event: &Event) -> String {
-    let source = event.source.as_ref();
-    let obj = &event.involved_object;
-    [
-        source.and_then(|s| s.component.as_deref()),
-        source.and_then(|s| s.host.as_deref()),
-        obj.kind.as_deref(),
-        obj.namespace.as_deref(),
-        obj.name.as_deref(),
-        obj.uid.as_deref(),
-        obj.api_version.as_deref(),
-    ]
-    .iter()
-    .map(|part| part.unwrap_or(""))
-    .collect::<Vec<_>>()
-    .join("\u{1f}")
 }
 
 impl SpamFilter {

@@ -46,25 +46,40 @@ pub trait HistogramMetric: Send + Sync {
 }
 
 /// Makes the metrics of one named queue. Each method is called once per
-/// queue, with the queue's name.
+/// queue, with the queue's name; each defaults to a metric that records
+/// nothing, so a provider implements only the ones it keeps.
 pub trait MetricsProvider: Send + Sync {
     /// Items waiting.
-    fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric>;
+    fn new_depth_metric(&self, _name: &str) -> Box<dyn GaugeMetric> {
+        Box::new(NoopMetric)
+    }
     /// Adds that made an item dirty.
-    fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+    fn new_adds_metric(&self, _name: &str) -> Box<dyn CounterMetric> {
+        Box::new(NoopMetric)
+    }
     /// Seconds from add to `get`.
-    fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    fn new_latency_metric(&self, _name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(NoopMetric)
+    }
     /// Seconds from `get` to `done`.
-    fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric>;
+    fn new_work_duration_metric(&self, _name: &str) -> Box<dyn HistogramMetric> {
+        Box::new(NoopMetric)
+    }
     /// Sum of the ages of items being processed, in seconds.
-    fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric>;
+    fn new_unfinished_work_seconds_metric(&self, _name: &str) -> Box<dyn SettableGaugeMetric> {
+        Box::new(NoopMetric)
+    }
     /// Age of the oldest item being processed, in seconds.
     fn new_longest_running_processor_seconds_metric(
         &self,
-        name: &str,
-    ) -> Box<dyn SettableGaugeMetric>;
+        _name: &str,
+    ) -> Box<dyn SettableGaugeMetric> {
+        Box::new(NoopMetric)
+    }
     /// Retries (`add_after` calls).
-    fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric>;
+    fn new_retries_metric(&self, _name: &str) -> Box<dyn CounterMetric> {
+        Box::new(NoopMetric)
+    }
 }
 
 /// A metric that records nothing.
@@ -93,29 +108,4 @@ impl HistogramMetric for NoopMetric {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoopMetricsProvider;
 
-impl MetricsProvider for NoopMetricsProvider {
-    fn new_depth_metric(&self, _name: &str) -> Box<dyn GaugeMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_adds_metric(&self, _name: &str) -> Box<dyn CounterMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_latency_metric(&self, _name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_work_duration_metric(&self, _name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_unfinished_work_seconds_metric(&self, _name: &str) -> Box<dyn SettableGaugeMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_longest_running_processor_seconds_metric(
-        &self,
-        _name: &str,
-    ) -> Box<dyn SettableGaugeMetric> {
-        Box::new(NoopMetric)
-    }
-    fn new_retries_metric(&self, _name: &str) -> Box<dyn CounterMetric> {
-        Box::new(NoopMetric)
-    }
-}
+impl MetricsProvider for NoopMetricsProvider {}
