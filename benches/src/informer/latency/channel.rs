@@ -90,3 +90,16 @@ pub async fn latencies(rate: u64, seconds: u64) -> Result<Vec<u64>, String> {
     };
     delivered(writer, &lat, run).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_event_reaches_the_handler_once() -> Result<(), String> {
+        let lat = crate::informer::runtime()?.block_on(latencies(500, 1))?;
+        assert_eq!(lat.len(), 500);
+        assert!(lat.windows(2).all(|w| w[0] <= w[1]));
+        Ok(())
+    }
+}
