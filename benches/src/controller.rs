@@ -216,6 +216,34 @@ impl ControllerChild {
     }
 }
 
+/// A TLS testserver sized for `n` Foos, without a request log, with the
+/// Foo CRD installed; `simulate_deployments` keeps the Deployment status
+/// simulator (the server's default) on.
+async fn foo_server(n: usize, simulate_deployments: bool) -> Result<TestServer, String> {
+    let builder = TestServer::builder()
+        .tls(true)
+        .history_size(n * 8 + 1_000)
+        .request_log_capacity(0);
+    let builder = if simulate_deployments {
+        builder
+    } else {
+        builder.deployment_simulator(None)
+    };
+    let server = builder
+        .start()
+        .await
+        .map_err(|e| format!("testserver: {e}"))?;
+    server
+        .objects()
+        .create(
+            "customresourcedefinitions.apiextensions.k8s.io",
+            "",
+            crd_json()?,
+        )
+        .map_err(|e| format!("installing the CRD: {e}"))?;
+    Ok(server)
+}
+
 fn crd_json() -> Result<Value, String> {
     serde_yaml::from_str(sample_controller::artifacts::CRD_YAML)
         .map_err(|e| format!("crd.yaml: {e}"))
@@ -278,24 +306,9 @@ fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Re
 }
 
 fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, String> {
-    let server = runtime
-        .block_on(
-            TestServer::builder()
-                .tls(true)
-                .history_size(n * 8 + 1_000)
-                .request_log_capacity(0)
-                .start(),
-        )
-        .map_err(|e| format!("testserver: {e}"))?;
+    let server = runtime.block_on(foo_server(n, true))?;
     let objects = server.objects();
     let _guard = runtime.enter();
-    objects
-        .create(
-            "customresourcedefinitions.apiextensions.k8s.io",
-            "",
-            crd_json()?,
-        )
-        .map_err(|e| format!("installing the CRD: {e}"))?;
     let kubeconfig =
         std::env::temp_dir().join(format!("kcontrol-bench-{}-{n}.yaml", std::process::id()));
     server
@@ -405,22 +418,8 @@ fn run_controller(runtime: &tokio::runtime::Runtime, n: usize) -> Result<Run, St
 /// The floor: the happy path's three writes per Foo from a bare client,
 /// two at a time, against a fresh server holding the same Foos.
 async fn reference(n: usize) -> Result<Duration, String> {
-    let server = TestServer::builder()
-        .tls(true)
-        .history_size(n * 8 + 1_000)
-        .request_log_capacity(0)
-        .deployment_simulator(None)
-        .start()
-        .await
-        .map_err(|e| format!("testserver: {e}"))?;
+    let server = foo_server(n, false).await?;
     let objects = server.objects();
-    objects
-        .create(
-            "customresourcedefinitions.apiextensions.k8s.io",
-            "",
-            crd_json()?,
-        )
-        .map_err(|e| format!("installing the CRD: {e}"))?;
     let client = client_for(&server.kubeconfig())?;
     let started = Instant::now();
     let mut foos = Vec::with_capacity(n);

@@ -40,6 +40,7 @@
 
 mod latency;
 pub mod relist;
+mod running;
 mod server;
 mod sync;
 

@@ -7,21 +7,22 @@
 //! the DeltaFIFO, the store, the handler's buffer and thread.
 
 mod channel;
+mod record;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_informer::ResourceEventHandlerFuncs;
 use kcontrol_testserver::TestServer;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
+use self::record::Latencies;
+use super::running::Running;
 use super::sync::{builder, counting_handler};
 use super::{runtime, wait_until, ChildSpec};
 use crate::fixtures;
-use crate::report::{row, Report};
+use crate::report::{row, Report, Row};
 
 /// Objects the writes cycle over.
 const OBJECTS: usize = 1_000;
@@ -31,6 +32,10 @@ const NAMESPACE: &str = "latency";
 const SECONDS: u64 = 3;
 /// Write rates.
 const RATES: [u64; 2] = [1_000, 10_000];
+/// Longest wait for the initial sync.
+const SYNC_LIMIT: Duration = Duration::from_secs(60);
+/// Longest wait, after the last write, for every write to reach the handler.
+const DELIVERY_LIMIT: Duration = Duration::from_secs(30);
 
 /// Runs the rows: each rate with paged lists and with WatchList.
 pub fn bench(report: &mut Report) -> Result<(), String> {
@@ -56,46 +61,48 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
         for watch_list in [false, true] {
             for rate in RATES {
                 let lat = latencies(&server, watch_list, rate).await?;
-                report.row(row([
-                    ("scenario", json!("event-latency")),
-                    ("events_per_sec", json!(rate)),
-                    ("watchlist", json!(watch_list)),
-                    ("path", json!("server+http+informer")),
-                    ("events", json!(lat.len())),
-                    ("p50_us", json!(percentile(&lat, 0.50))),
-                    ("p99_us", json!(percentile(&lat, 0.99))),
-                    ("max_us", json!(lat.last().copied().unwrap_or(0))),
-                    ("measured", json!("from just before Objects::update in the in-process server to the handler's on_update (HTTP watch over loopback, reflector, DeltaFIFO, store, handler thread); writes paced by a writer thread")),
-                ]));
+                report.row(latency_row(
+                    rate,
+                    watch_list,
+                    "server+http+informer",
+                    &lat,
+                    VIA_SERVER,
+                ));
             }
         }
         server.shutdown().await;
         for rate in RATES {
             let lat = channel::latencies(rate, SECONDS).await?;
-            report.row(row([
-                ("scenario", json!("event-latency")),
-                ("events_per_sec", json!(rate)),
-                ("watchlist", json!(false)),
-                ("path", json!("informer-only")),
-                ("events", json!(lat.len())),
-                ("p50_us", json!(percentile(&lat, 0.50))),
-                ("p99_us", json!(percentile(&lat, 0.99))),
-                ("max_us", json!(lat.last().copied().unwrap_or(0))),
-                ("measured", json!("from handing a decoded watch event to the reflector on a channel (no server, no HTTP) to the handler's on_add (reflector, DeltaFIFO, store, handler thread); events paced by a writer thread")),
-            ]));
+            report.row(latency_row(
+                rate,
+                false,
+                "informer-only",
+                &lat,
+                INFORMER_ONLY,
+            ));
         }
         Ok(())
     })
 }
 
-/// Nanoseconds since `base`.
-pub(super) fn nanos_since(base: Instant) -> u64 {
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
+/// What the `server+http+informer` rows measure.
+const VIA_SERVER: &str = "from just before Objects::update in the in-process server to the handler's on_update (HTTP watch over loopback, reflector, DeltaFIFO, store, handler thread); writes paced by a writer thread";
+/// What the `informer-only` rows measure.
+const INFORMER_ONLY: &str = "from handing a decoded watch event to the reflector on a channel (no server, no HTTP) to the handler's on_add (reflector, DeltaFIFO, store, handler thread); events paced by a writer thread";
 
-/// The `seq` data value of a written object.
-pub(super) fn seq_of(cm: &ConfigMap) -> Option<usize> {
-    cm.data.as_ref()?.get("seq")?.parse().ok()
+/// One row of sorted latencies `lat`, in microseconds.
+fn latency_row(rate: u64, watch_list: bool, path: &str, lat: &[u64], measured: &str) -> Row {
+    row([
+        ("scenario", json!("event-latency")),
+        ("events_per_sec", json!(rate)),
+        ("watchlist", json!(watch_list)),
+        ("path", json!(path)),
+        ("events", json!(lat.len())),
+        ("p50_us", json!(percentile(lat, 0.50))),
+        ("p99_us", json!(percentile(lat, 0.99))),
+        ("max_us", json!(lat.last().copied().unwrap_or(0))),
+        ("measured", json!(measured)),
+    ])
 }
 
 /// Latencies in microseconds of `rate * SECONDS` updates, sorted.
@@ -110,64 +117,44 @@ async fn latencies(server: &TestServer, watch_list: bool, rate: u64) -> Result<V
     };
     let informer = builder(&spec)?.build();
     let total = usize::try_from(rate * SECONDS).map_err(|e| e.to_string())?;
-    let base = Instant::now();
-    let sent: Arc<Vec<AtomicU64>> = Arc::new((0..total).map(|_| AtomicU64::new(0)).collect());
-    let seen: Arc<Mutex<Vec<u64>>> = Arc::default();
-    let (s, l) = (Arc::clone(&sent), Arc::clone(&seen));
+    let lat = Arc::new(Latencies::new(total));
     let adds = Arc::default();
     let synced = counting_handler(&informer, &adds)?;
     informer
-        .add_event_handler(ResourceEventHandlerFuncs::new().update_func(
-            move |_, new: &Arc<ConfigMap>| {
-                let now = nanos_since(base);
-                if let Some(at) = seq_of(new).and_then(|seq| s.get(seq)) {
-                    let latency = now.saturating_sub(at.load(Ordering::SeqCst)) / 1_000;
-                    if let Ok(mut seen) = l.lock() {
-                        seen.push(latency);
-                    }
-                }
-            },
-        ))
+        .add_event_handler(ResourceEventHandlerFuncs::new().update_func({
+            let lat = Arc::clone(&lat);
+            move |_, new: &Arc<ConfigMap>| lat.record(new)
+        }))
         .map_err(|e| format!("adding the handler: {e}"))?;
-    let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let (informer, shutdown) = (Arc::clone(&informer), shutdown.clone());
-        async move { informer.run(shutdown).await }
-    });
-    wait_until("initial sync", Duration::from_secs(60), || {
-        synced.has_synced()
-    })
-    .await?;
+    let run = Running::synced(&informer, &synced, SYNC_LIMIT).await?;
     let writer = {
-        let (store, sent) = (server.objects(), Arc::clone(&sent));
-        tokio::task::spawn_blocking(move || -> Result<(), String> {
-            let start = Instant::now();
-            let step = Duration::from_nanos(1_000_000_000 / rate);
-            for (seq, at) in sent.iter().enumerate() {
-                let obj = update_of(seq);
-                let due = start + step * u32::try_from(seq).unwrap_or(u32::MAX);
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-                at.store(nanos_since(base), Ordering::SeqCst);
+        let (store, lat) = (server.objects(), Arc::clone(&lat));
+        tokio::task::spawn_blocking(move || {
+            lat.pace(rate, (0..total).map(update_of), |seq, obj| {
                 store
                     .update("configmaps", NAMESPACE, obj)
-                    .map_err(|e| format!("update {seq}: {e}"))?;
-            }
-            Ok(())
+                    .map(drop)
+                    .map_err(|e| format!("update {seq}: {e}"))
+            })
         })
     };
+    delivered(writer, &lat, run).await
+}
+
+/// Waits for `writer`, then for every write to reach the handler, and
+/// stops the informer.
+async fn delivered(
+    writer: tokio::task::JoinHandle<Result<(), String>>,
+    lat: &Latencies,
+    run: Running,
+) -> Result<Vec<u64>, String> {
     writer
         .await
         .map_err(|e| format!("the writer thread: {e}"))??;
-    let all_seen = || seen.lock().map(|s| s.len() >= total).unwrap_or(true);
-    let delivered = wait_until("delivery", Duration::from_secs(30), all_seen).await;
-    shutdown.cancel();
-    let _ = run.await;
+    let delivered = wait_until("delivery", DELIVERY_LIMIT, || lat.all_seen()).await;
+    run.stop().await;
     delivered?;
-    let mut all = seen.lock().map(|s| s.clone()).unwrap_or_default();
-    all.sort_unstable();
-    Ok(all)
+    Ok(lat.take())
 }
 
 /// Write `seq`: object `seq mod OBJECTS` with `data.seq`, unconditional

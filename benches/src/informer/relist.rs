@@ -46,8 +46,8 @@ use kcontrol_indexer::transform::strip_managed_fields;
 use kcontrol_informer::ResourceEventHandlerFuncs;
 use kcontrol_reflector::ReflectorMetrics;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
+use super::running::Running;
 use super::server::ServerProcess;
 use super::sync::{builder, counting_handler};
 use super::{bytes_field, client, field, run_child_role, wait_until, ChildSpec};
@@ -213,14 +213,9 @@ pub async fn relist_child(spec: &ChildSpec) -> Result<Value, String> {
         }))
         .map_err(|e| format!("adding the sentinel handler: {e}"))?;
     rss::reset_peak();
-    let shutdown = CancellationToken::new();
     let start = Instant::now();
-    let run = tokio::spawn({
-        let (informer, shutdown) = (Arc::clone(&informer), shutdown.clone());
-        async move { informer.run(shutdown).await }
-    });
+    let run = Running::synced(&informer, &synced, LIMIT).await?;
     let outcome = async {
-        wait_until("initial sync", LIMIT, || synced.has_synced()).await?;
         let sync_seconds = start.elapsed().as_secs_f64();
         let sync_peak = rss::peak_bytes();
         tokio::time::sleep(SETTLE).await;
@@ -269,7 +264,6 @@ pub async fn relist_child(spec: &ChildSpec) -> Result<Value, String> {
         }))
     }
     .await;
-    shutdown.cancel();
-    let _ = run.await;
+    run.stop().await;
     outcome
 }

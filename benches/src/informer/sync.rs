@@ -15,10 +15,10 @@ use kcontrol_informer::{
 };
 use kcontrol_reflector::{ReflectorMetrics, WatchEventType};
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
+use super::running::Running;
 use super::server::ServerProcess;
-use super::{bytes_field, client, field, wait_until, ChildSpec};
+use super::{bytes_field, client, field, ChildSpec};
 use crate::report::{row, Report};
 use crate::rss;
 
@@ -140,21 +140,15 @@ pub async fn sync_child(spec: &ChildSpec) -> Result<Value, String> {
     let reg = counting_handler(&informer, &adds)?;
     let baseline = rss::current_bytes();
     rss::reset_peak();
-    let shutdown = CancellationToken::new();
     let start = Instant::now();
-    let run = tokio::spawn({
-        let (informer, shutdown) = (Arc::clone(&informer), shutdown.clone());
-        async move { informer.run(shutdown).await }
-    });
-    wait_until("initial sync", SYNC_LIMIT, || reg.has_synced()).await?;
+    let run = Running::synced(&informer, &reg, SYNC_LIMIT).await?;
     let sync_seconds = start.elapsed().as_secs_f64();
     let peak = rss::peak_bytes();
     tokio::time::sleep(SETTLE).await;
     let steady = rss::current_bytes();
     let stored = informer.store().len();
     let added = adds.load(Ordering::SeqCst);
-    shutdown.cancel();
-    let _ = run.await;
+    run.stop().await;
     counts.check(spec)?;
     if stored != spec.objects || added != spec.objects {
         return Err(format!(
