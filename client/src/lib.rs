@@ -66,6 +66,7 @@
 
 mod api;
 mod auth;
+mod chunks;
 mod client;
 pub mod config;
 pub mod discovery;

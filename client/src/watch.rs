@@ -42,14 +42,7 @@ impl FrameDecoder {
     /// Adds a chunk. Call [`FrameDecoder::next_frame`] until it returns
     /// `None` before pushing the next one (pushing earlier works, but copies).
     pub fn push(&mut self, chunk: Bytes) {
-        if self.current.is_empty() {
-            self.current = chunk;
-        } else {
-            let mut joined = BytesMut::with_capacity(self.current.len() + chunk.len());
-            joined.extend_from_slice(&self.current);
-            joined.extend_from_slice(&chunk);
-            self.current = joined.freeze();
-        }
+        crate::chunks::append(&mut self.current, chunk);
     }
 
     fn too_large(&self) -> Error {

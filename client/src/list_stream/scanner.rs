@@ -264,14 +264,7 @@ impl ListScanner {
     /// returns `None` before pushing the next one (pushing earlier works,
     /// but copies).
     pub fn push(&mut self, chunk: Bytes) {
-        if self.current.is_empty() {
-            self.current = chunk;
-        } else {
-            let mut joined = BytesMut::with_capacity(self.current.len() + chunk.len());
-            joined.extend_from_slice(&self.current);
-            joined.extend_from_slice(&chunk);
-            self.current = joined.freeze();
-        }
+        crate::chunks::append(&mut self.current, chunk);
     }
 
     /// Whether the closing `}` of the list has been read.
