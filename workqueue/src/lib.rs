@@ -70,6 +70,7 @@ pub mod rate_limiter;
 mod rate_limiting;
 mod shared;
 mod state;
+mod sync;
 mod waiters;
 
 use std::hash::Hash;

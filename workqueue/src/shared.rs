@@ -9,13 +9,12 @@
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
 
 use hashbrown::DefaultHashBuilder;
-use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::delay::DelayHeap;
@@ -24,6 +23,7 @@ use crate::housekeeper::Signal;
 use crate::intake::{Incoming, Intake};
 use crate::metrics::recorder::Recorder;
 use crate::state::{AddOutcome, DoneOutcome, State};
+use crate::sync::{self, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard};
 use crate::waiters::Waiters;
 use crate::Item;
 
@@ -141,19 +141,31 @@ impl<T: Item> Shared<T> {
         Q: ?Sized + Eq,
     {
         let may_write = !self.has_metrics && !self.shutting_down.load(Ordering::SeqCst);
-        match self.hints.try_add(item, hash, may_write) {
+        match self.hints.try_add(item, hash, may_write, &self.claims) {
             HotAdd::Done => true,
             HotAdd::Locked => false,
-            HotAdd::Claimed(hint) => {
-                self.claims.push(hint);
+            HotAdd::Claimed => {
                 // Either a consumer about to sleep sees the claim, or we
-                // see it (both sides use SeqCst) and wake it.
+                // see it and wake it (see `announce_sleep`).
+                sync::fence(Ordering::SeqCst);
                 if self.consumers_waiting.load(Ordering::SeqCst) > 0 {
                     drop(self.lock());
                 }
                 true
             }
         }
+    }
+
+    /// Counts a consumer that may go to sleep (when `count`), before it
+    /// looks for claims: a fence between the count and the look, as
+    /// between a claim and the claimer's look at the count, so that one of
+    /// the two sides always sees the other.
+    #[inline]
+    pub(crate) fn announce_sleep(&self, count: bool) {
+        if count {
+            self.consumers_waiting.fetch_add(1, Ordering::SeqCst);
+        }
+        sync::fence(Ordering::SeqCst);
     }
 
     /// The hash of an item, as every table of this queue computes it.
@@ -212,7 +224,7 @@ impl<T: Item> Drop for Locked<'_, T> {
     fn drop(&mut self) {
         if !self.wakers.is_empty() {
             let wakers = std::mem::take(&mut self.wakers);
-            MutexGuard::unlocked(&mut self.guard, || wakers.into_iter().for_each(Waker::wake));
+            sync::unlocked(&mut self.guard, || wakers.into_iter().for_each(Waker::wake));
         }
     }
 }
@@ -399,7 +411,7 @@ impl<T: Item> Locked<'_, T> {
     pub(crate) fn release_all_due_in_chunks(&mut self, now: Instant) {
         while self.release_due_at(now, RELEASE_CHUNK) {
             let wakers = std::mem::take(&mut self.wakers);
-            MutexGuard::unlocked_fair(&mut self.guard, || {
+            sync::unlocked_fair(&mut self.guard, || {
                 wakers.into_iter().for_each(Waker::wake);
             });
             if self.guard.state.is_shutting_down() {

@@ -352,6 +352,50 @@ impl<T> State<T> {
     }
 }
 
+#[cfg(test)]
+impl<T: Eq + std::fmt::Debug> State<T> {
+    /// Checks that the hints mirror this state (call it with the claims
+    /// merged and no add in flight): an attached hint is of its item and
+    /// in the state of its entry; a published hint that is `QUEUED` is
+    /// attached to a waiting item, one that is `PROCESSING` or `DIRTY` to
+    /// an item being processed, and an `IDLE` one to nothing. So an add
+    /// that takes a `QUEUED` hint for a claim (and queues nothing) can only
+    /// meet one in flight.
+    pub(crate) fn check_hints(&self, hints: &Hints<T>) -> Result<(), String> {
+        let waiting = self.queue.iter().map(|s| (&s.item, &s.hint, true));
+        let processing = self.processing.iter().map(|p| (&p.item, &p.hint, false));
+        let attached: Vec<_> = waiting
+            .chain(processing)
+            .filter_map(|(item, hint, waits)| Some((item, hint.as_ref()?, waits)))
+            .collect();
+        for (item, hint, waits) in &attached {
+            let ok = match hint.state() {
+                QUEUED => *waits,
+                PROCESSING | DIRTY => !*waits,
+                _ => false,
+            };
+            if !ok || hint.item() != *item {
+                return Err(format!(
+                    "{item:?} (waiting: {waits}) has a hint in state {}",
+                    hint.state()
+                ));
+            }
+        }
+        for hint in hints.published() {
+            let holder = attached.iter().find(|(_, h, _)| Arc::ptr_eq(h, &hint));
+            if (hint.state() == IDLE) != holder.is_none() {
+                return Err(format!(
+                    "published hint of {:?} in state {} is attached: {}",
+                    hint.item(),
+                    hint.state(),
+                    holder.is_some()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The slot at absolute position `pos` (`None` for a stale position).
 fn slot_at<T>(queue: &VecDeque<Slot<T>>, head: u64, pos: u64) -> Option<&Slot<T>> {
     let index = usize::try_from(pos.checked_sub(head)?).ok()?;
@@ -402,7 +446,10 @@ mod tests {
         assert_eq!(add(&mut st, "a"), AddOutcome::Queued);
         assert_eq!(add(&mut st, "b"), AddOutcome::Queued);
         assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyQueued);
-        assert_eq!(st.st.add_ref("b", h("b"), &st.hints), AddOutcome::AlreadyQueued);
+        assert_eq!(
+            st.st.add_ref("b", h("b"), &st.hints),
+            AddOutcome::AlreadyQueued
+        );
         assert_eq!(st.len(), 2);
         assert_eq!(st.pop().unwrap().0, "a");
         assert_eq!(st.pop().unwrap().0, "b");
