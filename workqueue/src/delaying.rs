@@ -126,7 +126,7 @@ impl<T: Item> DelayingQueue<T> {
 
     /// Number of items scheduled for later (not yet in the queue).
     pub fn scheduled_len(&self) -> usize {
-        let locked = self.queue.shared.lock_all();
+        let locked = self.queue.shared.lock_released();
         locked.guard.delay.as_ref().map_or(0, |d| d.len())
     }
 }
@@ -135,8 +135,10 @@ impl<T: Item> DelayingQueue<T> {
 mod tests {
     use std::sync::Arc;
 
+    use std::time::Instant;
+
     use super::*;
-    use crate::clock::FakeClock;
+    use crate::clock::{Clock, FakeClock};
     use crate::shared::RELEASE_CHUNK;
 
     /// Many more items than one release chunk come due at once: `len`
@@ -167,6 +169,56 @@ mod tests {
         assert_eq!(got, want);
         assert!(q.is_empty());
         q.shut_down();
+    }
+
+    /// A clock that jumps without telling anyone: the timer thread sleeps
+    /// on, so only the queue operations of the test see items come due.
+    #[derive(Debug)]
+    struct SilentClock {
+        start: Instant,
+        jumped: parking_lot::Mutex<Duration>,
+    }
+
+    impl Clock for SilentClock {
+        fn now(&self) -> Instant {
+            self.start + *self.jumped.lock()
+        }
+    }
+
+    /// Issue 14: `len`, `scheduled_len` and `Debug` release a burst of due
+    /// items a chunk per hold of the lock, not all in one.
+    #[test]
+    fn counts_release_a_burst_a_chunk_per_hold_of_the_lock() {
+        type Count = fn(&DelayingQueue<usize>) -> usize;
+        let counts: [(&str, Count); 3] = [
+            ("len", |q| q.len()),
+            ("scheduled_len", |q| q.scheduled_len()),
+            ("Debug", |q| format!("{q:?}").len()),
+        ];
+        for (name, count) in counts {
+            let clock = Arc::new(SilentClock {
+                start: Instant::now(),
+                jumped: parking_lot::Mutex::new(Duration::ZERO),
+            });
+            let q: DelayingQueue<usize> =
+                DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+            let n = 3 * RELEASE_CHUNK + 17;
+            for i in 0..n {
+                q.add_after(
+                    i,
+                    Duration::from_secs(3600) + Duration::from_micros(i as u64),
+                );
+            }
+            *clock.jumped.lock() = Duration::from_secs(7200);
+            count(&q);
+            let most = q.queue.shared.lock_only().guard.released_per_hold.1;
+            assert!(
+                most <= RELEASE_CHUNK,
+                "{name}: {most} items released in one hold"
+            );
+            assert_eq!(q.len(), n, "{name}");
+            q.shut_down();
+        }
     }
 
     /// A queue whose next due chunk holds only items being processed (they

@@ -84,7 +84,7 @@ impl<T: Item> Clone for Queue<T> {
 
 impl<T: Item> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let locked = self.shared.lock_all();
+        let locked = self.shared.lock_released();
         f.debug_struct("Queue")
             .field("name", &self.shared.name)
             .field("len", &locked.guard.state.len())
@@ -306,7 +306,7 @@ impl<T: Item> Queue<T> {
     /// Number of items waiting to be handed out (not those being processed
     /// nor, on a delaying queue, those whose time has not come).
     pub fn len(&self) -> usize {
-        self.shared.lock_all().guard.state.len()
+        self.shared.lock_released().guard.state.len()
     }
 
     /// Whether no item is waiting.

@@ -39,6 +39,10 @@ pub(crate) struct Inner<T> {
     pub(crate) housekeeper_running: bool,
     /// Spare buffer swapped with the intake's when merging.
     merge_buf: Vec<Incoming<T>>,
+    /// Delayed items released in the current hold of the lock, and the
+    /// most in any hold (tests).
+    #[cfg(test)]
+    pub(crate) released_per_hold: (usize, usize),
 }
 
 /// Keeps what it wraps on cache lines of its own, so that writes under the
@@ -112,6 +116,8 @@ impl<T: Item> Shared<T> {
                 metrics,
                 housekeeper_running: false,
                 merge_buf: Vec::new(),
+                #[cfg(test)]
+                released_per_hold: (0, 0),
             })),
             items_cv: Padded(Condvar::new()),
             drain_cv: Condvar::new(),
@@ -187,20 +193,31 @@ impl<T: Item> Shared<T> {
         locked
     }
 
-    /// Locks the queue like [`Shared::lock`], releasing every due item (for
-    /// exact counts).
-    pub(crate) fn lock_all(&self) -> Locked<'_, T> {
+    /// Locks the queue like [`Shared::lock`], then releases every item
+    /// due now, [`RELEASE_CHUNK`] per hold of the lock (for counts: `len`,
+    /// `scheduled_len`, `Debug`).
+    pub(crate) fn lock_released(&self) -> Locked<'_, T> {
         let mut locked = self.lock_only();
         locked.merge_claims();
-        locked.release_due(usize::MAX);
+        locked.merge_intake();
+        if locked.guard.delay.is_some() {
+            let now = self.clock.now();
+            locked.release_all_due_in_chunks(now);
+        }
         locked
     }
 
     /// Locks the queue without looking at the clock.
     #[inline]
     pub(crate) fn lock_only(&self) -> Locked<'_, T> {
+        #[allow(unused_mut)]
+        let mut guard = self.inner.lock();
+        #[cfg(test)]
+        {
+            guard.released_per_hold.0 = 0;
+        }
         Locked {
-            guard: self.inner.lock(),
+            guard,
             wakers: Vec::new(),
             shared: self,
         }
@@ -393,6 +410,12 @@ impl<T: Item> Locked<'_, T> {
             };
             self.add(item, hash);
             left -= 1;
+            #[cfg(test)]
+            {
+                let (hold, most) = &mut self.guard.released_per_hold;
+                *hold += 1;
+                *most = (*most).max(*hold);
+            }
         }
         // `next_due` may name a stale entry: then the next call finds
         // nothing, which is harmless.
@@ -414,6 +437,10 @@ impl<T: Item> Locked<'_, T> {
             sync::unlocked_fair(&mut self.guard, || {
                 wakers.into_iter().for_each(Waker::wake);
             });
+            #[cfg(test)]
+            {
+                self.guard.released_per_hold.0 = 0;
+            }
             if self.guard.state.is_shutting_down() {
                 return;
             }
