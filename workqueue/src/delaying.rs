@@ -14,7 +14,6 @@
 //! consumers is therefore never in the way of a blocking consumer.
 
 use std::fmt;
-use std::ops::Deref;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -26,8 +25,9 @@ use crate::intake::MERGE_AT;
 use crate::queue::Queue;
 use crate::Item;
 
-/// A work queue with [`DelayingQueue::add_after`]. Derefs to [`Queue`] for
-/// every other operation; clones are handles to the same queue.
+/// A work queue with [`DelayingQueue::add_after`], and every method of
+/// [`Queue`] (also reachable through [`DelayingQueue::queue`]); clones are
+/// handles to the same queue.
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,7 +36,7 @@ use crate::Item;
 /// let queue: DelayingQueue<String> = DelayingQueue::new();
 /// queue.add_after("default/a".to_owned(), Duration::from_millis(5));
 /// assert_eq!(queue.get().as_deref(), Some("default/a")); // after ~5 ms
-/// # queue.done("default/a");
+/// # queue.done(&"default/a".to_owned());
 /// # queue.shut_down();
 /// ```
 pub struct DelayingQueue<T: Item> {
@@ -63,32 +63,27 @@ impl<T: Item> Default for DelayingQueue<T> {
     }
 }
 
-impl<T: Item> Deref for DelayingQueue<T> {
-    type Target = Queue<T>;
-
-    fn deref(&self) -> &Queue<T> {
-        &self.queue
-    }
-}
-
 impl<T: Item> DelayingQueue<T> {
     /// An unnamed delaying queue without metrics, on the real clock.
     pub fn new() -> Self {
         Self::with_config(QueueConfig::new())
     }
 
-    /// A delaying queue with a name, metrics provider and clock from
-    /// `config` (its rate limiter is ignored).
+    /// A delaying queue with the name, metrics provider and clock of
+    /// `config`.
     pub fn with_config(config: QueueConfig<T>) -> Self {
         Self {
             queue: Queue::build(config, true),
         }
     }
 
-    /// The plain queue handle.
+    /// The plain queue handle (a clone of it is a [`Queue`] of the same
+    /// items, for code that takes one).
     pub fn queue(&self) -> &Queue<T> {
         &self.queue
     }
+
+    crate::forward::queue_methods!();
 
     /// Adds `item` once `delay` has passed (client-go `AddAfter`). A zero
     /// delay adds now; if the item is already scheduled, the earlier time

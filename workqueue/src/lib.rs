@@ -58,6 +58,7 @@ mod clock;
 mod config;
 mod delay;
 mod delaying;
+mod forward;
 mod get;
 mod hints;
 mod housekeeper;

@@ -106,8 +106,7 @@ impl<T: Item> Queue<T> {
         Self::with_config(QueueConfig::new())
     }
 
-    /// A queue with a name, metrics provider and clock from `config` (its
-    /// rate limiter is ignored: see [`crate::RateLimitingQueue`]).
+    /// A queue with the name, metrics provider and clock of `config`.
     pub fn with_config(config: QueueConfig<T>) -> Self {
         Self::build(config, false)
     }
@@ -288,13 +287,10 @@ impl<T: Item> Queue<T> {
 
     /// Ends the processing of an item (client-go `Done`); if it was added
     /// again meanwhile, it is queued again now. Harmless for an item that
-    /// is not being processed.
+    /// is not being processed. Takes the item as `get` gave it, like
+    /// [`crate::RateLimitingQueue::forget`].
     #[inline]
-    pub fn done<Q>(&self, item: &Q)
-    where
-        T: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
+    pub fn done(&self, item: &T) {
         let hash = self.shared.hash(item);
         // Claims first (an add claimed earlier stays ahead of a requeue);
         // no release of due items here: consumers release them at `get`.
