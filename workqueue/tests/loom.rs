@@ -70,16 +70,19 @@ fn hot_processing_queue() -> Queue<u8> {
     queue
 }
 
+/// Another thread's `add(1)`.
+fn spawn_add(queue: &Queue<u8>) -> thread::JoinHandle<()> {
+    let queue = queue.clone();
+    thread::spawn(move || queue.add(1))
+}
+
 /// A claim (lock-free add of a gone hot item) wakes a consumer that is
 /// going to sleep: no lost wake-up.
 #[test]
 fn wq9_a_lock_free_claim_wakes_a_sleeping_consumer() {
     model(|| {
         let queue = hot_idle_queue();
-        let producer = {
-            let queue = queue.clone();
-            thread::spawn(move || queue.add(1))
-        };
+        let producer = spawn_add(&queue);
         assert_eq!(queue.get(), Some(1));
         producer.join().unwrap();
         queue.done(&1);
@@ -94,10 +97,7 @@ fn wq9_a_lock_free_claim_wakes_a_sleeping_consumer() {
 fn wq9_an_add_that_returned_is_seen_by_try_get_while_a_claim_is_in_flight() {
     model(|| {
         let queue = hot_idle_queue();
-        let claimer = {
-            let queue = queue.clone();
-            thread::spawn(move || queue.add(1))
-        };
+        let claimer = spawn_add(&queue);
         queue.add(1);
         assert_eq!(queue.try_get(), TryGet::Item(1));
         claimer.join().unwrap();
@@ -111,10 +111,7 @@ fn wq9_an_add_that_returned_is_seen_by_try_get_while_a_claim_is_in_flight() {
 fn wq9_an_add_before_shutdown_is_kept_while_a_claim_is_in_flight() {
     model(|| {
         let queue = hot_idle_queue();
-        let claimer = {
-            let queue = queue.clone();
-            thread::spawn(move || queue.add(1))
-        };
+        let claimer = spawn_add(&queue);
         queue.add(1);
         queue.shut_down();
         claimer.join().unwrap();
@@ -232,10 +229,7 @@ fn wq9_a_cancelled_parked_consumer_hands_its_wake_up_on() {
             .as_mut()
             .poll(&mut Context::from_waker(&waker2))
             .is_pending());
-        let producer = {
-            let queue = queue.clone();
-            thread::spawn(move || queue.add(1))
-        };
+        let producer = spawn_add(&queue);
         drop(first);
         producer.join().unwrap();
         assert!(
@@ -256,10 +250,7 @@ fn wq9_a_lock_free_claim_wakes_a_parking_task() {
         let queue = hot_idle_queue();
         let flag = Arc::new(Flag::default());
         let waker = Waker::from(Arc::clone(&flag));
-        let producer = {
-            let queue = queue.clone();
-            thread::spawn(move || queue.add(1))
-        };
+        let producer = spawn_add(&queue);
         let mut get = pin!(queue.get_async());
         let first = get.as_mut().poll(&mut Context::from_waker(&waker));
         producer.join().unwrap();
