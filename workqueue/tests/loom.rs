@@ -185,7 +185,7 @@ fn wq9_an_early_returning_add_publishes_what_was_written_before_it() {
         let last = worker.join().unwrap();
         // The worker's last processing came after the add, or the add
         // came after it and queued the item again.
-        if queue.len() == 0 {
+        if queue.is_empty() {
             assert_eq!(last, Some(7));
         }
     });
