@@ -5,8 +5,9 @@
 //! | scenario | what |
 //! |---|---|
 //! | `single` | one thread adds 1,000,000 distinct keys, then gets and dones each |
-//! | `dedup` | 4 producers add 2,000,000 times from 1,000 keys (`add_ref`), 2 workers |
+//! | `dedup` | 4 producers add 2,000,000 times from 1,000 keys (`add_ref`) while 2 workers get and done: the mixed case (`processed` says how many the workers took) |
 //! | `dedup-owned` | the same with `add(key.clone())` |
+//! | `dedup-waiting` | 4 producers add 2,000,000 times from 1,000 keys that are all already waiting, the 2 workers held back: the pure de-duplication path; also beside a plain `Mutex` queue (client-go's design) |
 //! | `workers-N` | 2 producers add 1,000,000 distinct keys, N workers get and done |
 //! | `rate-limited` | `add_rate_limited` + `forget` cycles on 10,000 keys, default controller limiter |
 //! | `delayed` | 100,000 `add_after` with random 0–10 ms delays, one consumer: calls/s, lateness until ready and until `get` |
@@ -24,6 +25,7 @@
 //! done them on this machine, and get lateness there measures that backlog.
 //! In `delayed-paced` the consumer keeps up and both figures are close.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -73,6 +75,9 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
     }
     if run("dedup-owned") {
         dedup(report, true);
+    }
+    if run("dedup-waiting") {
+        dedup_waiting(report)?;
     }
     for workers in [1, 2, 8] {
         if run(&format!("workers-{workers}")) {
@@ -138,11 +143,54 @@ fn single(report: &mut Report) {
 
 // ---- dedup -----------------------------------------------------------------
 
+/// Producers and adds of the dedup scenarios, and the keys they add.
+const PRODUCERS: usize = 4;
+const WORKERS: usize = 2;
+const ADDS: usize = 2_000_000;
+const KEYS: usize = 1_000;
+
+/// The key producer `p` adds at its `i`-th add.
+fn dedup_key(pool: &[String], p: usize, i: usize) -> &str {
+    &pool[(i * 7 + p * 251) % KEYS]
+}
+
+/// Runs `PRODUCERS` threads that each make `ADDS / PRODUCERS` calls of
+/// `add(producer, i)`; returns their wall time in seconds.
+fn produce(add: impl Fn(usize, usize) + Sync) -> f64 {
+    let start = Instant::now();
+    thread::scope(|s| {
+        for p in 0..PRODUCERS {
+            let add = &add;
+            s.spawn(move || (0..ADDS / PRODUCERS).for_each(|i| add(p, i)));
+        }
+    });
+    start.elapsed().as_secs_f64()
+}
+
+/// The same adds through a crossbeam channel (every one delivered, to
+/// `WORKERS` receivers): sends a second.
+fn dedup_channel_reference(pool: &[String]) -> f64 {
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..WORKERS {
+            let rx = rx.clone();
+            s.spawn(move || while rx.recv().is_ok() {});
+        }
+        for p in 0..PRODUCERS {
+            let tx = tx.clone();
+            s.spawn(move || {
+                for i in 0..ADDS / PRODUCERS {
+                    let _ = tx.send(dedup_key(pool, p, i).to_owned());
+                }
+            });
+        }
+        drop(tx);
+    });
+    per_sec(ADDS, start.elapsed().as_secs_f64())
+}
+
 fn dedup(report: &mut Report, owned: bool) {
-    const PRODUCERS: usize = 4;
-    const WORKERS: usize = 2;
-    const ADDS: usize = 2_000_000;
-    const KEYS: usize = 1_000;
     let pool = keys(KEYS);
     let queue: Queue<String> = Queue::new();
     let processed = AtomicUsize::new(0);
@@ -158,52 +206,21 @@ fn dedup(report: &mut Report, owned: bool) {
                 processed.fetch_add(n, Ordering::Relaxed);
             });
         }
-        let producers: Vec<_> = (0..PRODUCERS)
-            .map(|p| {
-                let (queue, pool) = (&queue, &pool);
-                s.spawn(move || {
-                    for i in 0..ADDS / PRODUCERS {
-                        let k = &pool[(i * 7 + p * 251) % KEYS];
-                        if owned {
-                            queue.add(k.clone());
-                        } else {
-                            queue.add_ref(k.as_str());
-                        }
-                    }
-                })
-            })
-            .collect();
-        for p in producers {
-            let _ = p.join();
-        }
-        let adds_secs = start.elapsed().as_secs_f64();
+        let adds_secs = produce(|p, i| {
+            let k = dedup_key(&pool, p, i);
+            if owned {
+                queue.add(k.to_owned());
+            } else {
+                queue.add_ref(k);
+            }
+        });
         queue.shut_down();
         adds_secs
     });
     let secs = start.elapsed().as_secs_f64();
     let processed = processed.into_inner();
-
-    // Reference: the same adds through a channel, every one delivered.
-    let (tx, rx) = crossbeam_channel::unbounded::<String>();
-    let start = Instant::now();
-    thread::scope(|s| {
-        for _ in 0..WORKERS {
-            let rx = rx.clone();
-            s.spawn(move || while rx.recv().is_ok() {});
-        }
-        for p in 0..PRODUCERS {
-            let (tx, pool) = (tx.clone(), &pool);
-            s.spawn(move || {
-                for i in 0..ADDS / PRODUCERS {
-                    let _ = tx.send(pool[(i * 7 + p * 251) % KEYS].clone());
-                }
-            });
-        }
-        drop(tx);
-    });
-    let reference_secs = start.elapsed().as_secs_f64();
     let items_per_sec = per_sec(processed, secs);
-    let reference = per_sec(ADDS, reference_secs);
+    let reference = dedup_channel_reference(&pool);
     report.row(row([
         (
             "scenario",
@@ -215,9 +232,95 @@ fn dedup(report: &mut Report, owned: bool) {
         ("reference_items_per_sec", json!(reference)),
         ("ratio", json!(ratio(items_per_sec, reference))),
         ("adds", json!(ADDS)),
+        ("processed", json!(processed)),
         ("adds_per_sec", json!(per_sec(ADDS, adds_secs))),
         ("reference_adds_per_sec", json!(reference)),
     ]));
+}
+
+/// client-go's queue design, reduced to what an add of a waiting key does:
+/// one mutex over the set of waiting keys and their FIFO.
+#[derive(Default)]
+struct MutexQueue(Mutex<(HashSet<String>, VecDeque<String>)>);
+
+impl MutexQueue {
+    fn add_ref(&self, key: &str) {
+        if let Ok(mut guard) = self.0.lock() {
+            let (dirty, queue) = &mut *guard;
+            if !dirty.contains(key) {
+                dirty.insert(key.to_owned());
+                queue.push_back(key.to_owned());
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.lock().map_or(0, |guard| guard.1.len())
+    }
+}
+
+/// The pure de-duplication path: every key is already waiting (and hot),
+/// the workers wait at a gate, 4 producers `add_ref` 2,000,000 times.
+/// Then the workers drain the queue: each key is processed exactly once.
+/// Beside it, the same adds on a plain `Mutex` queue and through a channel.
+fn dedup_waiting(report: &mut Report) -> Result<(), String> {
+    let pool = keys(KEYS);
+    let queue: Queue<String> = Queue::new();
+    for k in &pool {
+        queue.add_ref(k.as_str());
+        queue.add_ref(k.as_str()); // already waiting: now hot
+    }
+    let processed = AtomicUsize::new(0);
+    let (open, gate) = crossbeam_channel::bounded::<()>(0);
+    let adds_secs = thread::scope(|s| {
+        for _ in 0..WORKERS {
+            let (queue, processed, gate) = (&queue, &processed, gate.clone());
+            s.spawn(move || {
+                let _ = gate.recv();
+                while let Some(k) = queue.get() {
+                    queue.done(&k);
+                    processed.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+        let secs = produce(|p, i| queue.add_ref(dedup_key(&pool, p, i)));
+        drop(open);
+        queue.shut_down();
+        secs
+    });
+    let processed = processed.into_inner();
+    if processed != KEYS {
+        return Err(format!(
+            "dedup-waiting: {processed} items processed, {KEYS} expected"
+        ));
+    }
+    let mutex = MutexQueue::default();
+    pool.iter().for_each(|k| mutex.add_ref(k));
+    let mutex_secs = produce(|p, i| mutex.add_ref(dedup_key(&pool, p, i)));
+    if mutex.len() != KEYS {
+        return Err(format!(
+            "dedup-waiting: the mutex queue holds {}",
+            mutex.len()
+        ));
+    }
+    let adds_per_sec = per_sec(ADDS, adds_secs);
+    let mutex_per_sec = per_sec(ADDS, mutex_secs);
+    let reference = dedup_channel_reference(&pool);
+    report.row(row([
+        ("scenario", json!("dedup-waiting")),
+        ("items", json!(ADDS)),
+        ("seconds", json!(adds_secs)),
+        ("items_per_sec", json!(adds_per_sec)),
+        ("reference_items_per_sec", json!(reference)),
+        ("ratio", json!(ratio(adds_per_sec, reference))),
+        ("adds", json!(ADDS)),
+        ("processed", json!(processed)),
+        ("adds_per_sec", json!(adds_per_sec)),
+        ("reference_adds_per_sec", json!(reference)),
+        ("mutex_adds_per_sec", json!(mutex_per_sec)),
+        ("mutex_ratio", json!(ratio(adds_per_sec, mutex_per_sec))),
+    ]));
+    Ok(())
 }
 
 // ---- workers-N ---------------------------------------------------------------

@@ -104,14 +104,12 @@ impl Controller {
     /// be called inside a tokio runtime.
     pub fn new(client: Client, options: ControllerOptions) -> Result<Self, ControllerError> {
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
-        let mut config = QueueConfig::new()
-            .name("foos")
-            .rate_limiter(default_controller_rate_limiter());
+        let mut config = QueueConfig::new().name("foos");
         if let Some(registry) = &options.registry {
             let provider = PrometheusMetricsProvider::new(&mut registry.lock());
             config = config.metrics_provider(Arc::new(provider));
         }
-        let queue = RateLimitingQueue::with_config(config);
+        let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
         let informers = Informers::new(&client, &options);
         let backend = ClusterBackend::new(
             informers.foos().lister(),

@@ -1,23 +1,26 @@
 //! [`QueueConfig`]: how to build a named queue (client-go's
-//! `TypedRateLimitingQueueConfig`): its name, metrics provider, clock and,
-//! for a rate-limiting queue, its rate limiter.
+//! `TypedQueueConfig`): its name, metrics provider and clock. A
+//! rate-limiting queue's limiter is an argument of its own constructor
+//! (as in client-go), so no queue can be given one it would ignore.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::clock::{Clock, RealClock};
 use crate::metrics::recorder::Recorder;
 use crate::metrics::MetricsProvider;
-use crate::rate_limiter::RateLimiter;
 use crate::Item;
 
 /// Settings of a queue; every one is optional.
 ///
 /// ```
-/// use kcontrol_workqueue::{QueueConfig, RateLimitingQueue};
+/// use kcontrol_workqueue::{default_controller_rate_limiter, QueueConfig, RateLimitingQueue};
 ///
-/// let queue: RateLimitingQueue<String> =
-///     RateLimitingQueue::with_config(QueueConfig::new().name("foos"));
+/// let queue: RateLimitingQueue<String> = RateLimitingQueue::with_config(
+///     default_controller_rate_limiter(),
+///     QueueConfig::new().name("foos"),
+/// );
 /// assert_eq!(queue.name(), "foos");
 /// # queue.shut_down();
 /// ```
@@ -25,7 +28,7 @@ pub struct QueueConfig<T> {
     pub(crate) name: String,
     pub(crate) metrics_provider: Option<Arc<dyn MetricsProvider>>,
     pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) rate_limiter: Option<Arc<dyn RateLimiter<T>>>,
+    item: PhantomData<fn(T)>,
 }
 
 impl<T> Default for QueueConfig<T> {
@@ -34,7 +37,7 @@ impl<T> Default for QueueConfig<T> {
             name: String::new(),
             metrics_provider: None,
             clock: Arc::new(RealClock),
-            rate_limiter: None,
+            item: PhantomData,
         }
     }
 }
@@ -45,13 +48,12 @@ impl<T> fmt::Debug for QueueConfig<T> {
             .field("name", &self.name)
             .field("metrics", &self.metrics_provider.is_some())
             .field("clock", &self.clock)
-            .field("rate_limiter", &self.rate_limiter.is_some())
             .finish()
     }
 }
 
 impl<T: Item> QueueConfig<T> {
-    /// Unnamed, no metrics, the real clock, the default rate limiter.
+    /// Unnamed, no metrics, the real clock.
     pub fn new() -> Self {
         Self::default()
     }
@@ -73,19 +75,6 @@ impl<T: Item> QueueConfig<T> {
     /// [`crate::FakeClock`] in tests.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
-        self
-    }
-
-    /// The rate limiter of a [`crate::RateLimitingQueue`] (default:
-    /// [`crate::default_controller_rate_limiter`]).
-    pub fn rate_limiter(mut self, limiter: impl RateLimiter<T> + 'static) -> Self {
-        self.rate_limiter = Some(Arc::new(limiter));
-        self
-    }
-
-    /// The rate limiter, already shared.
-    pub fn shared_rate_limiter(mut self, limiter: Arc<dyn RateLimiter<T>>) -> Self {
-        self.rate_limiter = Some(limiter);
         self
     }
 

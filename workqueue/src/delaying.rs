@@ -14,7 +14,6 @@
 //! consumers is therefore never in the way of a blocking consumer.
 
 use std::fmt;
-use std::ops::Deref;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -26,8 +25,9 @@ use crate::intake::MERGE_AT;
 use crate::queue::Queue;
 use crate::Item;
 
-/// A work queue with [`DelayingQueue::add_after`]. Derefs to [`Queue`] for
-/// every other operation; clones are handles to the same queue.
+/// A work queue with [`DelayingQueue::add_after`], and every method of
+/// [`Queue`] (also reachable through [`DelayingQueue::queue`]); clones are
+/// handles to the same queue.
 ///
 /// ```
 /// use std::time::Duration;
@@ -36,7 +36,7 @@ use crate::Item;
 /// let queue: DelayingQueue<String> = DelayingQueue::new();
 /// queue.add_after("default/a".to_owned(), Duration::from_millis(5));
 /// assert_eq!(queue.get().as_deref(), Some("default/a")); // after ~5 ms
-/// # queue.done("default/a");
+/// # queue.done(&"default/a".to_owned());
 /// # queue.shut_down();
 /// ```
 pub struct DelayingQueue<T: Item> {
@@ -63,32 +63,27 @@ impl<T: Item> Default for DelayingQueue<T> {
     }
 }
 
-impl<T: Item> Deref for DelayingQueue<T> {
-    type Target = Queue<T>;
-
-    fn deref(&self) -> &Queue<T> {
-        &self.queue
-    }
-}
-
 impl<T: Item> DelayingQueue<T> {
     /// An unnamed delaying queue without metrics, on the real clock.
     pub fn new() -> Self {
         Self::with_config(QueueConfig::new())
     }
 
-    /// A delaying queue with a name, metrics provider and clock from
-    /// `config` (its rate limiter is ignored).
+    /// A delaying queue with the name, metrics provider and clock of
+    /// `config`.
     pub fn with_config(config: QueueConfig<T>) -> Self {
         Self {
             queue: Queue::build(config, true),
         }
     }
 
-    /// The plain queue handle.
+    /// The plain queue handle (a clone of it is a [`Queue`] of the same
+    /// items, for code that takes one).
     pub fn queue(&self) -> &Queue<T> {
         &self.queue
     }
+
+    crate::forward::queue_methods!();
 
     /// Adds `item` once `delay` has passed (client-go `AddAfter`). A zero
     /// delay adds now; if the item is already scheduled, the earlier time
@@ -126,7 +121,7 @@ impl<T: Item> DelayingQueue<T> {
 
     /// Number of items scheduled for later (not yet in the queue).
     pub fn scheduled_len(&self) -> usize {
-        let locked = self.queue.shared.lock_all();
+        let locked = self.queue.shared.lock_released();
         locked.guard.delay.as_ref().map_or(0, |d| d.len())
     }
 }
@@ -135,8 +130,10 @@ impl<T: Item> DelayingQueue<T> {
 mod tests {
     use std::sync::Arc;
 
+    use std::time::Instant;
+
     use super::*;
-    use crate::clock::FakeClock;
+    use crate::clock::{Clock, FakeClock};
     use crate::shared::RELEASE_CHUNK;
 
     /// Many more items than one release chunk come due at once: `len`
@@ -167,6 +164,56 @@ mod tests {
         assert_eq!(got, want);
         assert!(q.is_empty());
         q.shut_down();
+    }
+
+    /// A clock that jumps without telling anyone: the timer thread sleeps
+    /// on, so only the queue operations of the test see items come due.
+    #[derive(Debug)]
+    struct SilentClock {
+        start: Instant,
+        jumped: parking_lot::Mutex<Duration>,
+    }
+
+    impl Clock for SilentClock {
+        fn now(&self) -> Instant {
+            self.start + *self.jumped.lock()
+        }
+    }
+
+    /// Issue 14: `len`, `scheduled_len` and `Debug` release a burst of due
+    /// items a chunk per hold of the lock, not all in one.
+    #[test]
+    fn counts_release_a_burst_a_chunk_per_hold_of_the_lock() {
+        type Count = fn(&DelayingQueue<usize>) -> usize;
+        let counts: [(&str, Count); 3] = [
+            ("len", |q| q.len()),
+            ("scheduled_len", |q| q.scheduled_len()),
+            ("Debug", |q| format!("{q:?}").len()),
+        ];
+        for (name, count) in counts {
+            let clock = Arc::new(SilentClock {
+                start: Instant::now(),
+                jumped: parking_lot::Mutex::new(Duration::ZERO),
+            });
+            let q: DelayingQueue<usize> =
+                DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+            let n = 3 * RELEASE_CHUNK + 17;
+            for i in 0..n {
+                q.add_after(
+                    i,
+                    Duration::from_secs(3600) + Duration::from_micros(i as u64),
+                );
+            }
+            *clock.jumped.lock() = Duration::from_secs(7200);
+            count(&q);
+            let most = q.queue.shared.lock_only().guard.released_per_hold.1;
+            assert!(
+                most <= RELEASE_CHUNK,
+                "{name}: {most} items released in one hold"
+            );
+            assert_eq!(q.len(), n, "{name}");
+            q.shut_down();
+        }
     }
 
     /// A queue whose next due chunk holds only items being processed (they

@@ -39,11 +39,9 @@ fn poll_item<T: Item>(
             None if locked.guard.state.is_shutting_down() => break None,
             None => {}
         }
-        if !parked.counted {
-            // Announce the sleep, then look for claims (see `try_add_hot`).
-            shared.consumers_waiting.fetch_add(1, Ordering::SeqCst);
-            parked.counted = true;
-        }
+        // Announce the sleep, then look for claims (see `try_add_hot`).
+        shared.announce_sleep(!parked.counted);
+        parked.counted = true;
         if shared.claims.has_pending() {
             locked.merge_claims();
             continue;

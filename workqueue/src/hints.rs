@@ -14,18 +14,30 @@
 //!   queues the item again;
 //! - `IDLE`: it claims the item (`IDLE` to `QUEUED`) and hands the hint to
 //!   [`Claims`]; the next locked operation (every one merges claims first)
-//!   queues it. A consumer about to sleep announces it in
+//!   queues it. A claim is made under the claims' own small lock, with the
+//!   claims marked pending before the hint turns `QUEUED`: any add that
+//!   then finds the hint `QUEUED` (and returns, taking the item for
+//!   queued) is followed by operations that see the pending claim and wait
+//!   on that small lock for it, so an add that returned is never missing
+//!   from a `try_get`, a `len` or a shutdown that comes after it.
+//!   A consumer about to sleep announces it in
 //!   `consumers_waiting`, then looks for claims; a claiming add looks at
 //!   `consumers_waiting` after handing its claim over and, if anyone may
-//!   sleep, takes the lock to wake them. Both sides use sequentially
-//!   consistent operations, so one of them always sees the other.
+//!   sleep, takes the lock to wake them. Both sides put a sequentially
+//!   consistent fence between their store and their load, so one of them
+//!   always sees the other (`tests/loom.rs` checks it).
 //!
 //! The lock holder changes states under the lock, with sequentially
 //! consistent operations, at the same time as the change they mirror; the
 //! fast path uses sequentially consistent loads and compare-and-swaps. So
 //! an add that returns early is ordered before the `get` that hands the
-//! item out next: whatever the adder wrote before `add` is visible to the
-//! worker that processes the item (the stress test checks exactly this).
+//! item out next: whatever the adder wrote before `add`, under a lock or
+//! with sequentially consistent atomics (how threads share data in safe
+//! Rust, and how informers' stores are shared), is visible to the worker
+//! that processes the item (the stress test and `tests/loom.rs` check
+//! this). An add that returns early writes nothing, so it cannot publish a
+//! relaxed or release store of its own: as with any read-only check, such
+//! a store needs a lock or `SeqCst` to pair with the worker.
 //! The fast path writes only when no metrics are recorded (they count such
 //! adds) and before shutdown.
 //!
@@ -36,15 +48,20 @@
 //! claims buffer at most one entry per hint.
 
 use std::borrow::Borrow;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
-use arc_swap::ArcSwapOption;
+use crate::sync::{AtomicU8, AtomicUsize, HintSlot, Mutex};
 
 /// Slots of the hint table (a power of two).
 /// Large enough that a thousand hot keys rarely share a slot (about 3% do);
 /// allocated (128 KiB) when the first hint is published.
+#[cfg(not(any(test, loom)))]
 pub(crate) const SLOTS: usize = 16384;
+/// Unit and model-checking tests use a tiny table, so that hot items share
+/// slots and displace each other's hints all the time.
+#[cfg(any(test, loom))]
+pub(crate) const SLOTS: usize = 8;
 
 /// Gone from the queue: an add must take the lock.
 pub(crate) const IDLE: u8 = 0;
@@ -56,12 +73,12 @@ pub(crate) const DIRTY: u8 = 2;
 pub(crate) const PROCESSING: u8 = 3;
 
 /// What a lock-free add of a hot item did.
-pub(crate) enum HotAdd<T> {
+pub(crate) enum HotAdd {
     /// Nothing more to do (it was waiting or dirty, or is now dirty).
     Done,
-    /// The item was gone and is now claimed (`QUEUED`): the caller must
-    /// hand the hint to [`Claims`], merged into the queue under the lock.
-    Claimed(Arc<Hint<T>>),
+    /// The item was gone and is now claimed (`QUEUED`) and handed to
+    /// [`Claims`], to be merged into the queue under the lock.
+    Claimed,
     /// Take the locked path.
     Locked,
 }
@@ -81,27 +98,42 @@ pub(crate) enum Reclaim<T> {
 /// queue (under the lock, by the next locked operation, in claim order).
 /// Holds at most one entry per claimed hint.
 pub(crate) struct Claims<T> {
-    buf: parking_lot::Mutex<Vec<Arc<Hint<T>>>>,
+    buf: Mutex<Vec<Arc<Hint<T>>>>,
     pending: AtomicUsize,
 }
 
 impl<T> Default for Claims<T> {
     fn default() -> Self {
         Self {
-            buf: parking_lot::Mutex::new(Vec::new()),
+            buf: Mutex::new(Vec::new()),
             pending: AtomicUsize::new(0),
         }
     }
 }
 
 impl<T> Claims<T> {
-    /// Hands over a claimed hint.
-    pub(crate) fn push(&self, hint: Arc<Hint<T>>) {
+    /// Claims the idle `hint` (`IDLE` to `QUEUED`) and hands it over, as
+    /// one step for every merge: the claims are marked pending before the
+    /// hint turns `QUEUED`, and the buffer stays locked until it holds the
+    /// hint. `Err` holds the state found instead of `IDLE`.
+    pub(crate) fn claim(&self, hint: &Arc<Hint<T>>) -> Result<(), u8> {
         let mut buf = self.buf.lock();
-        buf.push(hint);
-        if buf.len() == 1 {
-            // Stays set while the buffer is not empty (see `Intake::push`).
-            self.pending.store(1, Ordering::SeqCst);
+        // Stays set while the buffer is not empty (see `Intake::push`).
+        self.pending.store(1, Ordering::SeqCst);
+        match hint
+            .state
+            .compare_exchange(IDLE, QUEUED, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => {
+                buf.push(Arc::clone(hint));
+                Ok(())
+            }
+            Err(now) => {
+                if buf.is_empty() {
+                    self.pending.store(0, Ordering::SeqCst);
+                }
+                Err(now)
+            }
         }
     }
 
@@ -178,7 +210,7 @@ impl<T> Hint<T> {
 
 /// The table of published hints.
 pub(crate) struct Hints<T> {
-    slots: OnceLock<Box<[ArcSwapOption<Hint<T>>]>>,
+    slots: OnceLock<Box<[HintSlot<Hint<T>>]>>,
     /// Number of occupied slots; the fast path is skipped while it is zero.
     published: AtomicUsize,
 }
@@ -194,16 +226,23 @@ impl<T> Default for Hints<T> {
 
 impl<T> Hints<T> {
     #[inline]
-    fn slot(&self, hash: u64) -> Option<&ArcSwapOption<Hint<T>>> {
+    fn slot(&self, hash: u64) -> Option<&HintSlot<Hint<T>>> {
         // The top bits: hashbrown uses the low ones for its buckets.
         self.slots.get()?.get((hash >> 50) as usize & (SLOTS - 1))
     }
 
     /// Adds `item` without the lock if it is hot: done if it is waiting or
     /// dirty (nothing to do) or was being processed and is now marked
-    /// dirty; claimed if it was gone (both only when `may_write`).
+    /// dirty; claimed into `claims` if it was gone (both only when
+    /// `may_write`).
     #[inline]
-    pub(crate) fn try_add<Q>(&self, item: &Q, hash: u64, may_write: bool) -> HotAdd<T>
+    pub(crate) fn try_add<Q>(
+        &self,
+        item: &Q,
+        hash: u64,
+        may_write: bool,
+        claims: &Claims<T>,
+    ) -> HotAdd
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
@@ -223,18 +262,17 @@ impl<T> Hints<T> {
         }
         let mut state = hint.state.load(Ordering::SeqCst);
         loop {
-            let next = match state {
+            let result = match state {
                 QUEUED | DIRTY => return HotAdd::Done,
-                PROCESSING if may_write => DIRTY,
-                IDLE if may_write => QUEUED,
+                PROCESSING if may_write => hint
+                    .state
+                    .compare_exchange(PROCESSING, DIRTY, Ordering::SeqCst, Ordering::SeqCst)
+                    .map(|_| HotAdd::Done),
+                IDLE if may_write => claims.claim(hint).map(|()| HotAdd::Claimed),
                 _ => return HotAdd::Locked,
             };
-            match hint
-                .state
-                .compare_exchange(state, next, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) if next == QUEUED => return HotAdd::Claimed(Arc::clone(hint)),
-                Ok(_) => return HotAdd::Done,
+            match result {
+                Ok(done) => return done,
                 Err(now) => state = now,
             }
         }
@@ -244,7 +282,7 @@ impl<T> Hints<T> {
     /// held: all writers of the table hold it).
     pub(crate) fn publish(&self, hint: &Arc<Hint<T>>) {
         self.slots
-            .get_or_init(|| (0..SLOTS).map(|_| ArcSwapOption::empty()).collect());
+            .get_or_init(|| (0..SLOTS).map(|_| HintSlot::empty()).collect());
         let Some(slot) = self.slot(hint.hash) else {
             return;
         };
@@ -291,6 +329,26 @@ impl<T> Hints<T> {
             Err(_) => Reclaim::None,
         }
     }
+
+    /// Every published hint (tests).
+    #[cfg(test)]
+    pub(crate) fn published(&self) -> Vec<Arc<Hint<T>>> {
+        let Some(slots) = self.slots.get() else {
+            return Vec::new();
+        };
+        slots
+            .iter()
+            .filter_map(|slot| (*slot.load()).clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+impl<T> Hint<T> {
+    /// The state (tests).
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::SeqCst)
+    }
 }
 
 #[cfg(test)]
@@ -303,13 +361,17 @@ mod tests {
             T: Borrow<Q>,
             Q: ?Sized + Eq,
         {
-            matches!(self.try_add(item, hash, false), HotAdd::Done)
+            matches!(
+                self.try_add(item, hash, false, &Claims::default()),
+                HotAdd::Done
+            )
         }
     }
 
     #[test]
     fn covers_only_published_live_hints_of_the_same_item() {
         let hints = Hints::<String>::default();
+        let claims = Claims::default();
         let h = 0xabcd_ef01_2345_6789;
         assert!(!hints.covers("a", h));
         let a = Hint::new("a".to_owned(), h, QUEUED);
@@ -323,8 +385,11 @@ mod tests {
         assert!(hints.covers("a", h));
         // processing: marked dirty without the lock, only when allowed
         a.set(PROCESSING);
-        assert!(matches!(hints.try_add("a", h, false), HotAdd::Locked));
-        assert!(matches!(hints.try_add("a", h, true), HotAdd::Done));
+        assert!(matches!(
+            hints.try_add("a", h, false, &claims),
+            HotAdd::Locked
+        ));
+        assert!(matches!(hints.try_add("a", h, true, &claims), HotAdd::Done));
         assert_eq!(a.state.load(Ordering::SeqCst), DIRTY);
         assert!(a.finish());
         assert_eq!(a.state.load(Ordering::SeqCst), QUEUED);
@@ -352,11 +417,17 @@ mod tests {
         );
         // a gone item is claimed by a lock-free add
         a.set(IDLE);
-        let HotAdd::Claimed(claimed) = hints.try_add("a", h, true) else {
-            panic!("not claimed")
-        };
-        assert!(Arc::ptr_eq(&claimed, &a));
-        assert!(matches!(hints.try_add("a", h, true), HotAdd::Done));
+        assert!(!claims.has_pending());
+        assert!(matches!(
+            hints.try_add("a", h, true, &claims),
+            HotAdd::Claimed
+        ));
+        assert!(claims.has_pending());
+        let mut claimed = Vec::new();
+        claims.take_into(&mut claimed);
+        assert!(matches!(&claimed[..], [c] if Arc::ptr_eq(c, &a)));
+        assert!(!claims.has_pending());
+        assert!(matches!(hints.try_add("a", h, true, &claims), HotAdd::Done));
         // an idle hint gives its slot to the next hot item
         a.set(IDLE);
         hints.publish(&b);

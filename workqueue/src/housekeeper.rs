@@ -14,10 +14,9 @@ use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
-
 use crate::metrics::recorder::UPDATE_PERIOD;
 use crate::shared::Shared;
+use crate::sync::{self, Condvar, Mutex};
 use crate::Item;
 
 /// The shortest sleep of the background thread: it bounds its wake-ups to
@@ -95,9 +94,7 @@ pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut boo
         format!("workqueue-{}", shared.name)
     };
     let jump_waker = Waker::from(Arc::clone(&signal));
-    let spawned = std::thread::Builder::new()
-        .name(name)
-        .spawn(move || run(&weak, &signal));
+    let spawned = sync::spawn(name, move || run(&weak, &signal));
     match spawned {
         Ok(_) => {
             shared.clock.on_jump(jump_waker);

@@ -5,18 +5,19 @@
 //! so consumers keep getting items while producers schedule many.
 //!
 //! The background thread publishes the time it will next wake (`armed`);
-//! a producer scheduling an earlier item kicks it. Both sides use
-//! sequentially consistent operations (the thread stores `armed`, then
-//! looks at `pending`; a producer bumps `pending`, then reads `armed`), so
+//! a producer scheduling an earlier item kicks it. Both sides put a
+//! sequentially consistent fence between their store and their load (the
+//! thread stores `armed`, then looks at `pending`; a producer bumps
+//! `pending`, then reads `armed`), so
 //! either the thread sees the new item before sleeping or the producer sees
 //! the thread's deadline and kicks it. A merge by another thread bumps
 //! `merges` before emptying the buffer, so the thread also notices items
 //! that others merged while it was deciding how long to sleep.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use parking_lot::Mutex;
+use crate::sync::{fence, AtomicU64, AtomicUsize, Mutex};
 
 /// The producer that brings the intake to this size merges it.
 pub(crate) const MERGE_AT: usize = 256;
@@ -77,6 +78,9 @@ impl<T> Intake<T> {
     /// `due` (it would sleep past it).
     pub(crate) fn needs_kick(&self, due: Instant) -> bool {
         let due = self.nanos(due);
+        // Between our `push` and our look at `armed`, as in `arm`: one of
+        // the two sides sees the other.
+        fence(Ordering::SeqCst);
         // Read first: the line stays shared while the thread sleeps.
         self.armed.load(Ordering::SeqCst) > due && self.armed.fetch_min(due, Ordering::SeqCst) > due
     }
@@ -113,6 +117,8 @@ impl<T> Intake<T> {
     pub(crate) fn arm(&self, deadline: Option<Instant>) {
         let at = deadline.map_or(NOT_ARMED, |d| self.nanos(d));
         self.armed.store(at, Ordering::SeqCst);
+        // Before the caller's look at `pending` (see `needs_kick`).
+        fence(Ordering::SeqCst);
     }
 
     /// Drops everything waiting (shutdown).

@@ -58,6 +58,7 @@ mod clock;
 mod config;
 mod delay;
 mod delaying;
+mod forward;
 mod get;
 mod hints;
 mod housekeeper;
@@ -70,6 +71,7 @@ pub mod rate_limiter;
 mod rate_limiting;
 mod shared;
 mod state;
+mod sync;
 mod waiters;
 
 use std::hash::Hash;

@@ -21,16 +21,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::MutexGuard;
-
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::get::{Drain, Get, ItemStream};
 use crate::shared::{Shared, RELEASE_CHUNK};
+use crate::sync;
 use crate::Item;
 
 /// Spins of a consumer that found the queue empty, before it sleeps.
+#[cfg(not(loom))]
 const SPINS: usize = 64;
+/// One spin under loom: each is a step every interleaving would repeat.
+#[cfg(loom)]
+const SPINS: usize = 1;
 
 /// Result of a [`Queue::try_get`] or [`Queue::get_timeout`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,7 +84,7 @@ impl<T: Item> Clone for Queue<T> {
 
 impl<T: Item> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let locked = self.shared.lock_all();
+        let locked = self.shared.lock_released();
         f.debug_struct("Queue")
             .field("name", &self.shared.name)
             .field("len", &locked.guard.state.len())
@@ -103,8 +106,7 @@ impl<T: Item> Queue<T> {
         Self::with_config(QueueConfig::new())
     }
 
-    /// A queue with a name, metrics provider and clock from `config` (its
-    /// rate limiter is ignored: see [`crate::RateLimitingQueue`]).
+    /// A queue with the name, metrics provider and clock of `config`.
     pub fn with_config(config: QueueConfig<T>) -> Self {
         Self::build(config, false)
     }
@@ -220,15 +222,15 @@ impl<T: Item> Queue<T> {
                 spun = true;
                 let yield_once = locked.next_due_deadline().is_none();
                 let shared = &self.shared;
-                MutexGuard::unlocked(&mut locked.guard, || {
+                sync::unlocked(&mut locked.guard, || {
                     for _ in 0..SPINS {
                         if shared.claims.has_pending() {
                             return;
                         }
-                        std::hint::spin_loop();
+                        sync::spin_loop();
                     }
                     if yield_once {
-                        std::thread::yield_now();
+                        sync::yield_now();
                     }
                 });
                 locked.merge_claims();
@@ -241,7 +243,7 @@ impl<T: Item> Queue<T> {
             };
             // Announce the sleep, then look for claims (see `try_add_hot`).
             let waiting = &self.shared.consumers_waiting;
-            waiting.fetch_add(1, Ordering::SeqCst);
+            self.shared.announce_sleep(true);
             if self.shared.claims.has_pending() {
                 waiting.fetch_sub(1, Ordering::SeqCst);
                 locked.merge_claims();
@@ -285,13 +287,10 @@ impl<T: Item> Queue<T> {
 
     /// Ends the processing of an item (client-go `Done`); if it was added
     /// again meanwhile, it is queued again now. Harmless for an item that
-    /// is not being processed.
+    /// is not being processed. Takes the item as `get` gave it, like
+    /// [`crate::RateLimitingQueue::forget`].
     #[inline]
-    pub fn done<Q>(&self, item: &Q)
-    where
-        T: Borrow<Q>,
-        Q: ?Sized + Hash + Eq,
-    {
+    pub fn done(&self, item: &T) {
         let hash = self.shared.hash(item);
         // Claims first (an add claimed earlier stays ahead of a requeue);
         // no release of due items here: consumers release them at `get`.
@@ -303,7 +302,7 @@ impl<T: Item> Queue<T> {
     /// Number of items waiting to be handed out (not those being processed
     /// nor, on a delaying queue, those whose time has not come).
     pub fn len(&self) -> usize {
-        self.shared.lock_all().guard.state.len()
+        self.shared.lock_released().guard.state.len()
     }
 
     /// Whether no item is waiting.
@@ -369,5 +368,116 @@ impl<T: Item> Queue<T> {
     /// Whether the queue is shutting down (client-go `ShuttingDown`).
     pub fn is_shutting_down(&self) -> bool {
         self.shared.lock().guard.state.is_shutting_down()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashSet, VecDeque};
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(u8),
+        Get,
+        Done(u8),
+        ShutDown,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0u8..12).prop_map(Op::Add),
+            4 => Just(Op::Get),
+            4 => (0u8..12).prop_map(Op::Done),
+            1 => Just(Op::ShutDown),
+        ]
+    }
+
+    /// client-go's rules, sequentially.
+    #[derive(Default)]
+    struct Model {
+        waiting: VecDeque<u8>,
+        dirty: HashSet<u8>,
+        processing: HashSet<u8>,
+        shut: bool,
+    }
+
+    impl Model {
+        fn apply(&mut self, op: &Op) -> Option<TryGet<u8>> {
+            match *op {
+                Op::Add(k) if !self.shut && self.dirty.insert(k) => {
+                    if !self.processing.contains(&k) {
+                        self.waiting.push_back(k);
+                    }
+                }
+                Op::Add(_) => {}
+                Op::Get => {
+                    return Some(match self.waiting.pop_front() {
+                        Some(k) => {
+                            self.dirty.remove(&k);
+                            self.processing.insert(k);
+                            TryGet::Item(k)
+                        }
+                        None if self.shut => TryGet::ShutDown,
+                        None => TryGet::Empty,
+                    })
+                }
+                Op::Done(k) => {
+                    if self.processing.remove(&k) && self.dirty.contains(&k) {
+                        self.waiting.push_back(k);
+                    }
+                }
+                Op::ShutDown => self.shut = true,
+            }
+            None
+        }
+    }
+
+    fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+        let queue: Queue<u8> = Queue::new();
+        let mut model = Model::default();
+        for (step, op) in ops.iter().enumerate() {
+            let got = match *op {
+                Op::Add(k) => {
+                    queue.add(k);
+                    None
+                }
+                Op::Get => Some(queue.try_get()),
+                Op::Done(k) => {
+                    queue.done(&k);
+                    None
+                }
+                Op::ShutDown => {
+                    queue.shut_down();
+                    None
+                }
+            };
+            prop_assert_eq!(got, model.apply(op), "step {} {:?}", step, op);
+            let locked = queue.shared.lock();
+            let state = &locked.guard.state;
+            prop_assert_eq!(state.len(), model.waiting.len(), "step {}", step);
+            if let Err(e) = state.check_hints(&queue.shared.hints) {
+                return Err(TestCaseError::fail(format!("step {step} {op:?}: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
+
+        /// Issue 11: a real queue never holds a published `QUEUED` hint
+        /// for an item that is not waiting (what made the unit tests that
+        /// shared one hint table lose items). Twelve keys on the tests'
+        /// eight-slot table, so hot items keep displacing each other's
+        /// hints; lock-free adds, claims, requeues and shutdown all run,
+        /// and the queue answers as client-go's rules say.
+        #[test]
+        fn hints_mirror_the_queue_and_no_add_is_lost(ops in prop::collection::vec(op(), 1..200)) {
+            run(&ops)?;
+        }
     }
 }

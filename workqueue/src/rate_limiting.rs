@@ -4,16 +4,19 @@
 //! when it succeeded.
 
 use std::fmt;
-use std::ops::Deref;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::config::QueueConfig;
 use crate::delaying::DelayingQueue;
+use crate::queue::Queue;
 use crate::rate_limiter::{default_controller_rate_limiter, RateLimiter};
 use crate::Item;
 
-/// A delaying queue with a rate limiter. Derefs to [`DelayingQueue`] (and
-/// on to [`crate::Queue`]); clones are handles to the same queue.
+/// A delaying queue with a rate limiter, and every method of
+/// [`DelayingQueue`] and [`Queue`] (also reachable through
+/// [`RateLimitingQueue::delaying_queue`] and [`RateLimitingQueue::queue`]);
+/// clones are handles to the same queue.
 ///
 /// ```
 /// use kcontrol_workqueue::RateLimitingQueue;
@@ -48,7 +51,7 @@ impl<T: Item> Clone for RateLimitingQueue<T> {
 impl<T: Item> fmt::Debug for RateLimitingQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("RateLimitingQueue")
-            .field(&*self.queue)
+            .field(&self.queue)
             .finish()
     }
 }
@@ -59,41 +62,34 @@ impl<T: Item> Default for RateLimitingQueue<T> {
     }
 }
 
-impl<T: Item> Deref for RateLimitingQueue<T> {
-    type Target = DelayingQueue<T>;
-
-    fn deref(&self) -> &DelayingQueue<T> {
-        &self.queue
-    }
-}
-
 impl<T: Item> RateLimitingQueue<T> {
     /// An unnamed queue with [`default_controller_rate_limiter`].
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::new())
+        Self::with_rate_limiter(default_controller_rate_limiter())
     }
 
     /// An unnamed queue with `limiter`.
     pub fn with_rate_limiter(limiter: impl RateLimiter<T> + 'static) -> Self {
-        Self::with_config(QueueConfig::new().rate_limiter(limiter))
+        Self::with_config(limiter, QueueConfig::new())
     }
 
-    /// A queue with the name, metrics provider, clock and rate limiter of
-    /// `config` (default limiter: [`default_controller_rate_limiter`]).
-    pub fn with_config(mut config: QueueConfig<T>) -> Self {
-        let limiter = config
-            .rate_limiter
-            .take()
-            .unwrap_or_else(|| Arc::new(default_controller_rate_limiter()));
+    /// A queue with `limiter` and the name, metrics provider and clock of
+    /// `config` (client-go's `NewTypedRateLimitingQueueWithConfig`).
+    pub fn with_config(limiter: impl RateLimiter<T> + 'static, config: QueueConfig<T>) -> Self {
         Self {
             queue: DelayingQueue::with_config(config),
-            limiter,
+            limiter: Arc::new(limiter),
         }
     }
 
     /// The delaying queue handle.
     pub fn delaying_queue(&self) -> &DelayingQueue<T> {
         &self.queue
+    }
+
+    /// The plain queue handle.
+    pub fn queue(&self) -> &Queue<T> {
+        self.queue.queue()
     }
 
     /// The rate limiter.
@@ -110,7 +106,7 @@ impl<T: Item> RateLimitingQueue<T> {
 
     /// Resets the rate limiter's memory of `item` (call it when processing
     /// succeeded). Harmless for an unknown item. It does not remove the item
-    /// from the queue.
+    /// from the queue. Takes the item as `get` gave it, like `done`.
     pub fn forget(&self, item: &T) {
         self.limiter.forget(item);
     }
@@ -119,4 +115,18 @@ impl<T: Item> RateLimitingQueue<T> {
     pub fn num_requeues(&self, item: &T) -> u32 {
         self.limiter.num_requeues(item)
     }
+
+    /// Adds `item` once `delay` has passed (client-go `AddAfter`); see
+    /// [`DelayingQueue::add_after`].
+    pub fn add_after(&self, item: T, delay: Duration) {
+        self.queue.add_after(item, delay);
+    }
+
+    /// Number of items scheduled for later; see
+    /// [`DelayingQueue::scheduled_len`].
+    pub fn scheduled_len(&self) -> usize {
+        self.queue.scheduled_len()
+    }
+
+    crate::forward::queue_methods!();
 }

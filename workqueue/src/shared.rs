@@ -9,13 +9,12 @@
 
 use std::borrow::Borrow;
 use std::hash::{BuildHasher, Hash};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Waker;
 use std::time::Instant;
 
 use hashbrown::DefaultHashBuilder;
-use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::clock::Clock;
 use crate::delay::DelayHeap;
@@ -24,6 +23,7 @@ use crate::housekeeper::Signal;
 use crate::intake::{Incoming, Intake};
 use crate::metrics::recorder::Recorder;
 use crate::state::{AddOutcome, DoneOutcome, State};
+use crate::sync::{self, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard};
 use crate::waiters::Waiters;
 use crate::Item;
 
@@ -39,6 +39,10 @@ pub(crate) struct Inner<T> {
     pub(crate) housekeeper_running: bool,
     /// Spare buffer swapped with the intake's when merging.
     merge_buf: Vec<Incoming<T>>,
+    /// Delayed items released in the current hold of the lock, and the
+    /// most in any hold (tests).
+    #[cfg(test)]
+    pub(crate) released_per_hold: (usize, usize),
 }
 
 /// Keeps what it wraps on cache lines of its own, so that writes under the
@@ -112,6 +116,8 @@ impl<T: Item> Shared<T> {
                 metrics,
                 housekeeper_running: false,
                 merge_buf: Vec::new(),
+                #[cfg(test)]
+                released_per_hold: (0, 0),
             })),
             items_cv: Padded(Condvar::new()),
             drain_cv: Condvar::new(),
@@ -141,19 +147,31 @@ impl<T: Item> Shared<T> {
         Q: ?Sized + Eq,
     {
         let may_write = !self.has_metrics && !self.shutting_down.load(Ordering::SeqCst);
-        match self.hints.try_add(item, hash, may_write) {
+        match self.hints.try_add(item, hash, may_write, &self.claims) {
             HotAdd::Done => true,
             HotAdd::Locked => false,
-            HotAdd::Claimed(hint) => {
-                self.claims.push(hint);
+            HotAdd::Claimed => {
                 // Either a consumer about to sleep sees the claim, or we
-                // see it (both sides use SeqCst) and wake it.
+                // see it and wake it (see `announce_sleep`).
+                sync::fence(Ordering::SeqCst);
                 if self.consumers_waiting.load(Ordering::SeqCst) > 0 {
                     drop(self.lock());
                 }
                 true
             }
         }
+    }
+
+    /// Counts a consumer that may go to sleep (when `count`), before it
+    /// looks for claims: a fence between the count and the look, as
+    /// between a claim and the claimer's look at the count, so that one of
+    /// the two sides always sees the other.
+    #[inline]
+    pub(crate) fn announce_sleep(&self, count: bool) {
+        if count {
+            self.consumers_waiting.fetch_add(1, Ordering::SeqCst);
+        }
+        sync::fence(Ordering::SeqCst);
     }
 
     /// The hash of an item, as every table of this queue computes it.
@@ -175,20 +193,31 @@ impl<T: Item> Shared<T> {
         locked
     }
 
-    /// Locks the queue like [`Shared::lock`], releasing every due item (for
-    /// exact counts).
-    pub(crate) fn lock_all(&self) -> Locked<'_, T> {
+    /// Locks the queue like [`Shared::lock`], then releases every item
+    /// due now, [`RELEASE_CHUNK`] per hold of the lock (for counts: `len`,
+    /// `scheduled_len`, `Debug`).
+    pub(crate) fn lock_released(&self) -> Locked<'_, T> {
         let mut locked = self.lock_only();
         locked.merge_claims();
-        locked.release_due(usize::MAX);
+        locked.merge_intake();
+        if locked.guard.delay.is_some() {
+            let now = self.clock.now();
+            locked.release_all_due_in_chunks(now);
+        }
         locked
     }
 
     /// Locks the queue without looking at the clock.
     #[inline]
     pub(crate) fn lock_only(&self) -> Locked<'_, T> {
+        #[allow(unused_mut)]
+        let mut guard = self.inner.lock();
+        #[cfg(test)]
+        {
+            guard.released_per_hold.0 = 0;
+        }
         Locked {
-            guard: self.inner.lock(),
+            guard,
             wakers: Vec::new(),
             shared: self,
         }
@@ -212,7 +241,7 @@ impl<T: Item> Drop for Locked<'_, T> {
     fn drop(&mut self) {
         if !self.wakers.is_empty() {
             let wakers = std::mem::take(&mut self.wakers);
-            MutexGuard::unlocked(&mut self.guard, || wakers.into_iter().for_each(Waker::wake));
+            sync::unlocked(&mut self.guard, || wakers.into_iter().for_each(Waker::wake));
         }
     }
 }
@@ -381,6 +410,12 @@ impl<T: Item> Locked<'_, T> {
             };
             self.add(item, hash);
             left -= 1;
+            #[cfg(test)]
+            {
+                let (hold, most) = &mut self.guard.released_per_hold;
+                *hold += 1;
+                *most = (*most).max(*hold);
+            }
         }
         // `next_due` may name a stale entry: then the next call finds
         // nothing, which is harmless.
@@ -399,9 +434,13 @@ impl<T: Item> Locked<'_, T> {
     pub(crate) fn release_all_due_in_chunks(&mut self, now: Instant) {
         while self.release_due_at(now, RELEASE_CHUNK) {
             let wakers = std::mem::take(&mut self.wakers);
-            MutexGuard::unlocked_fair(&mut self.guard, || {
+            sync::unlocked_fair(&mut self.guard, || {
                 wakers.into_iter().for_each(Waker::wake);
             });
+            #[cfg(test)]
+            {
+                self.guard.released_per_hold.0 = 0;
+            }
             if self.guard.state.is_shutting_down() {
                 return;
             }

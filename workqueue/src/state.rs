@@ -352,6 +352,50 @@ impl<T> State<T> {
     }
 }
 
+#[cfg(test)]
+impl<T: Eq + std::fmt::Debug> State<T> {
+    /// Checks that the hints mirror this state (call it with the claims
+    /// merged and no add in flight): an attached hint is of its item and
+    /// in the state of its entry; a published hint that is `QUEUED` is
+    /// attached to a waiting item, one that is `PROCESSING` or `DIRTY` to
+    /// an item being processed, and an `IDLE` one to nothing. So an add
+    /// that takes a `QUEUED` hint for a claim (and queues nothing) can only
+    /// meet one in flight.
+    pub(crate) fn check_hints(&self, hints: &Hints<T>) -> Result<(), String> {
+        let waiting = self.queue.iter().map(|s| (&s.item, &s.hint, true));
+        let processing = self.processing.iter().map(|p| (&p.item, &p.hint, false));
+        let attached: Vec<_> = waiting
+            .chain(processing)
+            .filter_map(|(item, hint, waits)| Some((item, hint.as_ref()?, waits)))
+            .collect();
+        for (item, hint, waits) in &attached {
+            let ok = match hint.state() {
+                QUEUED => *waits,
+                PROCESSING | DIRTY => !*waits,
+                _ => false,
+            };
+            if !ok || hint.item() != *item {
+                return Err(format!(
+                    "{item:?} (waiting: {waits}) has a hint in state {}",
+                    hint.state()
+                ));
+            }
+        }
+        for hint in hints.published() {
+            let holder = attached.iter().find(|(_, h, _)| Arc::ptr_eq(h, &hint));
+            if (hint.state() == IDLE) != holder.is_none() {
+                return Err(format!(
+                    "published hint of {:?} in state {} is attached: {}",
+                    hint.item(),
+                    hint.state(),
+                    holder.is_some()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The slot at absolute position `pos` (`None` for a stale position).
 fn slot_at<T>(queue: &VecDeque<Slot<T>>, head: u64, pos: u64) -> Option<&Slot<T>> {
     let index = usize::try_from(pos.checked_sub(head)?).ok()?;
@@ -369,19 +413,43 @@ mod tests {
         HASHER.hash_one(s)
     }
 
-    static HINTS: std::sync::LazyLock<Hints<String>> = std::sync::LazyLock::new(Hints::default);
+    /// A state and its own hint table, as every queue has (`Shared`
+    /// holds one of each). Tests never share a table: a hint of another
+    /// state's item would make `add` take it for claimed (issue 11).
+    #[derive(Default)]
+    struct Fixture {
+        st: State<String>,
+        hints: Hints<String>,
+    }
 
-    fn add(st: &mut State<String>, s: &str) -> AddOutcome {
-        st.add(s.to_owned(), h(s), &HINTS)
+    impl std::ops::Deref for Fixture {
+        type Target = State<String>;
+
+        fn deref(&self) -> &State<String> {
+            &self.st
+        }
+    }
+
+    impl std::ops::DerefMut for Fixture {
+        fn deref_mut(&mut self) -> &mut State<String> {
+            &mut self.st
+        }
+    }
+
+    fn add(f: &mut Fixture, s: &str) -> AddOutcome {
+        f.st.add(s.to_owned(), h(s), &f.hints)
     }
 
     #[test]
     fn wq1_duplicate_add_is_a_no_op_and_order_is_fifo() {
-        let mut st = State::default();
+        let mut st = Fixture::default();
         assert_eq!(add(&mut st, "a"), AddOutcome::Queued);
         assert_eq!(add(&mut st, "b"), AddOutcome::Queued);
         assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyQueued);
-        assert_eq!(st.add_ref("b", h("b"), &HINTS), AddOutcome::AlreadyQueued);
+        assert_eq!(
+            st.st.add_ref("b", h("b"), &st.hints),
+            AddOutcome::AlreadyQueued
+        );
         assert_eq!(st.len(), 2);
         assert_eq!(st.pop().unwrap().0, "a");
         assert_eq!(st.pop().unwrap().0, "b");
@@ -390,7 +458,7 @@ mod tests {
 
     #[test]
     fn wq2_add_while_processing_requeues_once_on_done() {
-        let mut st = State::default();
+        let mut st = Fixture::default();
         add(&mut st, "a");
         let (a, ha) = st.pop().unwrap();
         assert_eq!(add(&mut st, "a"), AddOutcome::MarkedDirty);
@@ -406,7 +474,7 @@ mod tests {
 
     #[test]
     fn positions_survive_wraparound_and_growth() {
-        let mut st = State::default();
+        let mut st = Fixture::default();
         for round in 0..3 {
             for i in 0..1000 {
                 add(&mut st, &format!("k{i}"));
@@ -425,7 +493,7 @@ mod tests {
 
     #[test]
     fn stale_entries_are_reused_and_swept() {
-        let mut st = State::default();
+        let mut st = Fixture::default();
         // one hot item cycling: its stale entry is reused every time
         for _ in 0..10_000 {
             add(&mut st, "hot");
@@ -449,7 +517,7 @@ mod tests {
 
     #[test]
     fn wq4_adds_after_shutdown_are_dropped() {
-        let mut st = State::default();
+        let mut st = Fixture::default();
         add(&mut st, "a");
         st.shut_down(false);
         assert_eq!(add(&mut st, "b"), AddOutcome::ShuttingDown);

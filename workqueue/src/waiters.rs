@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::task::Waker;
 
-use parking_lot::Condvar;
+use crate::sync::Condvar;
 
 /// Parked tasks, in arrival order.
 #[derive(Default)]

@@ -137,7 +137,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert_eq!(got, expected, "step {} {:?}", step, op);
             }
             Op::Done(k) => {
-                queue.done(key(k).as_str());
+                queue.done(&key(k));
                 model.done(&key(k));
             }
             Op::AddAfter(k, d) => {

@@ -137,9 +137,9 @@ fn wq4_drain_timeout_and_cancellation() {
 #[test]
 fn misuse_is_harmless() {
     let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
-    queue.done("never-got");
+    queue.done(&"never-got".to_owned());
     queue.add("a".to_owned());
-    queue.done("a"); // waiting, not processing: still queued
+    queue.done(&"a".to_owned()); // waiting, not processing: still queued
     assert_eq!(queue.len(), 1);
     let a = queue.get().unwrap();
     queue.done(&a);

@@ -162,5 +162,5 @@ fn wq3_stress_no_double_processing_no_lost_adds_and_drains() {
 #[test]
 fn wq3_stress_on_a_rate_limiting_queue() {
     let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
-    run_stress(&queue);
+    run_stress(queue.queue());
 }
