@@ -216,6 +216,30 @@ mod tests {
         }
     }
 
+    /// The background thread's round releases a burst a chunk per hold of
+    /// the lock too (it once released two chunks in its first hold: a
+    /// chunk when it took the lock, then the first of its loop).
+    #[test]
+    fn timer_round_releases_a_burst_a_chunk_per_hold_of_the_lock() {
+        let clock = Arc::new(SilentClock {
+            start: Instant::now(),
+            jumped: parking_lot::Mutex::new(Duration::ZERO),
+        });
+        let q: DelayingQueue<usize> =
+            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+        let n = 3 * RELEASE_CHUNK + 17;
+        for i in 0..n {
+            q.add_after(i, Duration::from_secs(3600) + Duration::from_micros(i as u64));
+        }
+        *clock.jumped.lock() = Duration::from_secs(7200);
+        let round = crate::housekeeper::look(&q.queue.shared, &mut None);
+        assert!(round.is_some(), "the queue is not shutting down");
+        let most = q.queue.shared.lock_only().guard.released_per_hold.1;
+        assert!(most <= RELEASE_CHUNK, "{most} items released in one hold");
+        assert_eq!(q.len(), n);
+        q.shut_down();
+    }
+
     /// A queue whose next due chunk holds only items being processed (they
     /// just become dirty), with `LAST` due after them; the clock has passed
     /// every due time.

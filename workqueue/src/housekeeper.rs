@@ -128,14 +128,18 @@ fn run<T: Item>(weak: &Weak<Shared<T>>, signal: &Signal) {
 /// One round: merge scheduled items, release due ones, update metrics
 /// when their time came, and tell how long to sleep (`None` inside: until
 /// kicked). `None`: stop.
-fn look<T: Item>(
+pub(crate) fn look<T: Item>(
     shared: &Shared<T>,
     next_metrics: &mut Option<Instant>,
 ) -> Option<Option<Duration>> {
     if let Some(intake) = &shared.intake {
         intake.wake();
     }
-    let mut locked = shared.lock();
+    // Not `Shared::lock`: it would release a chunk, and the loop below
+    // another one in the same hold of the lock.
+    let mut locked = shared.lock_only();
+    locked.merge_claims();
+    locked.merge_intake();
     let merges = shared.intake.as_ref().map(|i| i.merges());
     let now = shared.clock.now();
     if !locked.guard.state.is_shutting_down() {
