@@ -229,7 +229,10 @@ mod tests {
             DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
         let n = 3 * RELEASE_CHUNK + 17;
         for i in 0..n {
-            q.add_after(i, Duration::from_secs(3600) + Duration::from_micros(i as u64));
+            q.add_after(
+                i,
+                Duration::from_secs(3600) + Duration::from_micros(i as u64),
+            );
         }
         *clock.jumped.lock() = Duration::from_secs(7200);
         let round = crate::housekeeper::look(&q.queue.shared, &mut None);
