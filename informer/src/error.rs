@@ -19,6 +19,19 @@ pub enum InformerError {
         /// What was being set.
         what: &'static str,
     },
+    /// `run` was polled outside a tokio runtime: nothing was started.
+    #[error("informer {informer:?} must be run on a tokio runtime; nothing was started")]
+    NoRuntime {
+        /// The informer's name.
+        informer: String,
+    },
+    /// `run` was called on an informer that was run before (an informer
+    /// runs once).
+    #[error("informer {informer:?} was run before; an informer runs once")]
+    AlreadyRun {
+        /// The informer's name.
+        informer: String,
+    },
     /// The registration was made by another informer.
     #[error("handler {handler:?} is not registered with informer {informer:?}")]
     ForeignRegistration {

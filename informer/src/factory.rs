@@ -113,7 +113,13 @@ impl<K: Object> ErasedInformer for SharedIndexInformer<K> {
         self: Arc<Self>,
         shutdown: CancellationToken,
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(async move { self.run(shutdown).await })
+        Box::pin(async move {
+            if let Err(e) = self.run(shutdown).await {
+                // The factory runs each of its informers once; the user ran
+                // this one by hand before.
+                tracing::error!(error = %e, "the factory did not start an informer");
+            }
+        })
     }
 
     fn synced(&self) -> bool {

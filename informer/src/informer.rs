@@ -113,22 +113,9 @@ pub(crate) struct Parts<K: Object> {
 
 impl<K: Object> SharedIndexInformer<K> {
     pub(crate) fn from_parts(parts: Parts<K>) -> Arc<Self> {
-        let store = Arc::new(ThreadSafeStore::new());
-        let indexers: Indexers<K> = parts
-            .indexers
-            .into_iter()
-            .filter(|(name, _)| {
-                let builtin = name == kcontrol_indexer::NAMESPACE_INDEX;
-                if builtin {
-                    tracing::debug!(index = %name, "using the store's built-in namespace index");
-                }
-                !builtin
-            })
-            .collect();
-        if let Err(e) = store.add_indexers(indexers) {
-            // Names are unique in the map and the built-in one was skipped.
-            tracing::error!(error = %e, "informer indexers not added");
-        }
+        // The built-in namespace index serves an indexer of that name; the
+        // names of the others are unique (a map's keys), so none is refused.
+        let store = Arc::new(ThreadSafeStore::with_namespace_index_and(parts.indexers));
         Arc::new(Self {
             id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),
             name: parts.name.into(),
@@ -268,16 +255,20 @@ impl<K: Object> SharedIndexInformer<K> {
     /// reflector, drops the notifications still buffered, and returns once
     /// every handler thread has finished the notification it was handling
     /// (a handler that never returns keeps `run` from returning, as in
-    /// client-go). A second call returns at once; a stopped informer
-    /// cannot be run again.
-    pub async fn run(&self, shutdown: CancellationToken) {
+    /// client-go).
+    ///
+    /// # Errors
+    /// [`InformerError::NoRuntime`] when polled outside a tokio runtime
+    /// (nothing starts), [`InformerError::AlreadyRun`] when the informer
+    /// was run before (an informer runs once; client-go ignores the second
+    /// `Run` with a warning).
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), InformerError> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::error!(informer = %self.name, "SharedIndexInformer::run must be polled on a tokio runtime; not started");
-            return;
+            return Err(InformerError::NoRuntime {
+                informer: self.name.to_string(),
+            });
         };
-        let Some((fifo, check_period)) = self.start() else {
-            return;
-        };
+        let (fifo, check_period) = self.start()?;
         let source_shutdown = shutdown.child_token();
         let processor = Arc::clone(&self.processor);
         let should_resync: ShouldResync = Arc::new(move || processor.should_resync());
@@ -311,15 +302,17 @@ impl<K: Object> SharedIndexInformer<K> {
             let _ = d.await;
         }
         tracing::debug!(informer = %self.name, "informer stopped");
+        Ok(())
     }
 
-    /// Marks the informer started and creates its FIFO; `None` if it
-    /// already started.
-    fn start(&self) -> Option<(Arc<DeltaFifo<K>>, Duration)> {
+    /// Marks the informer started and creates its FIFO.
+    fn start(&self) -> Result<(Arc<DeltaFifo<K>>, Duration), InformerError> {
         let mut lc = self.lifecycle.lock();
+        let already_run = || InformerError::AlreadyRun {
+            informer: self.name.to_string(),
+        };
         if lc.started {
-            tracing::warn!(informer = %self.name, "the informer has already been started");
-            return None;
+            return Err(already_run());
         }
         let known: Arc<dyn KnownObjects<K>> = self.store.clone();
         let fifo = DeltaFifo::builder()
@@ -327,10 +320,10 @@ impl<K: Object> SharedIndexInformer<K> {
             .emit_delta_type_replaced(true)
             .build();
         if self.sync.fifo.set(Arc::clone(&fifo)).is_err() {
-            return None;
+            return Err(already_run());
         }
         lc.started = true;
-        Some((fifo, lc.resync_check_period))
+        Ok((fifo, lc.resync_check_period))
     }
 
     /// Pops until shutdown, the FIFO closes, or the source task ends;

@@ -23,7 +23,11 @@ impl Running {
         let shutdown = CancellationToken::new();
         let task = tokio::spawn({
             let (informer, shutdown) = (Arc::clone(informer), shutdown.clone());
-            async move { informer.run(shutdown).await }
+            async move {
+                if let Err(e) = informer.run(shutdown).await {
+                    eprintln!("informer not run: {e}");
+                }
+            }
         });
         Self { shutdown, task }
     }

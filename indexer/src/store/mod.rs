@@ -140,11 +140,27 @@ impl<K> fmt::Debug for ThreadSafeStore<K> {
 impl<K: Object> ThreadSafeStore<K> {
     /// An empty store with the built-in [`NAMESPACE_INDEX`].
     pub fn new() -> Self {
-        Self::from_indexers(vec![Indexer {
+        Self::with_namespace_index_and(Indexers::new())
+    }
+
+    /// An empty store with the built-in [`NAMESPACE_INDEX`] and these
+    /// indexers. An indexer given under the name [`NAMESPACE_INDEX`] is
+    /// taken to be the namespace index and served by the built-in one.
+    pub fn with_namespace_index_and(indexers: Indexers<K>) -> Self {
+        let builtin = Indexer {
             name: NAMESPACE_INDEX.to_owned(),
             func: IndexFn::Namespace,
             index: Index::default(),
-        }])
+        };
+        let custom = indexers
+            .into_iter()
+            .filter(|(name, _)| name != NAMESPACE_INDEX)
+            .map(|(name, f)| Indexer {
+                name,
+                func: IndexFn::Custom(f),
+                index: Index::default(),
+            });
+        Self::from_indexers(std::iter::once(builtin).chain(custom).collect())
     }
 
     /// An empty store with exactly these indexers (no built-in namespace

@@ -306,12 +306,16 @@ fn in4_a_stopped_informer_takes_no_handlers_and_does_not_restart() {
         h.informer.add_indexers(kcontrol_indexer::Indexers::new()),
         Err(InformerError::Stopped { .. })
     ));
-    // a second run returns at once
+    // a second run returns at once, with an error
     let inf = Arc::clone(&h.informer);
-    tokio::runtime::Builder::new_current_thread()
+    let second = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
         .block_on(async move { inf.run(CancellationToken::new()).await });
+    assert!(
+        matches!(second, Err(InformerError::AlreadyRun { .. })),
+        "{second:?}"
+    );
 }
 
 #[test]
@@ -322,7 +326,11 @@ fn run_outside_a_tokio_runtime_starts_nothing_and_odd_names_are_fine() {
         .add_event_handler_with_options(Recorder::new(), HandlerOptions::new().name("nul\0name"))
         .unwrap();
     assert_eq!(reg.name(), "nul\0name");
-    futures::executor::block_on(h.informer.run(CancellationToken::new()));
+    let outside = futures::executor::block_on(h.informer.run(CancellationToken::new()));
+    assert!(
+        matches!(outside, Err(InformerError::NoRuntime { .. })),
+        "{outside:?}"
+    );
     assert!(!h.informer.has_started());
 }
 

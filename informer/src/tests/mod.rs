@@ -316,7 +316,10 @@ impl Harness {
     pub(crate) fn start(&mut self) -> Arc<DeltaFifo<ConfigMap>> {
         let informer = Arc::clone(&self.informer);
         let token = self.shutdown.clone();
-        self.task = Some(self.runtime.spawn(async move { informer.run(token).await }));
+        self.task = Some(
+            self.runtime
+                .spawn(async move { informer.run(token).await.unwrap() }),
+        );
         assert!(eventually(|| self.source.fifo().is_some()));
         self.fifo()
     }

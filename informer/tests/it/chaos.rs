@@ -190,7 +190,7 @@ async fn chaos_store_and_handlers_converge_to_the_server() {
     let shutdown = CancellationToken::new();
     let run = tokio::spawn({
         let (informer, shutdown) = (Arc::clone(&informer), shutdown.clone());
-        async move { informer.run(shutdown).await }
+        async move { informer.run(shutdown).await.unwrap() }
     });
 
     let end = Instant::now() + CHAOS;

@@ -40,7 +40,7 @@ impl Running {
         let shutdown = CancellationToken::new();
         let task = tokio::spawn({
             let (informer, shutdown) = (Arc::clone(&informer), shutdown.clone());
-            async move { informer.run(shutdown).await }
+            async move { informer.run(shutdown).await.unwrap() }
         });
         Self {
             informer,
