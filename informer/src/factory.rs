@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builder::SharedIndexInformerBuilder;
 use crate::informer::SharedIndexInformer;
-use crate::synced::{wait_for_cache_sync_timeout, HasSynced};
+use crate::synced::{CacheSyncError, HasSynced};
 
 /// What identifies one shared informer of a factory: the Rust type, the
 /// resource, the namespace (none: all namespaces) and the selectors.
@@ -283,8 +283,10 @@ impl InformerFactoryBuilder {
 /// assert!(std::sync::Arc::ptr_eq(&deployments, &factory.informer::<Deployment>()));
 /// let shutdown = CancellationToken::new();
 /// factory.start(&shutdown).unwrap();
-/// let synced = factory.wait_for_cache_sync(&shutdown).await;
-/// assert!(synced.values().all(|ok| *ok));
+/// factory
+///     .wait_for_cache_sync(&shutdown, Some(Duration::from_secs(30)))
+///     .await
+///     .expect("caches synced");
 /// shutdown.cancel();
 /// factory.shutdown().await;
 /// # }
@@ -482,42 +484,21 @@ impl InformerFactory {
         Ok(())
     }
 
-    /// Waits until every started informer has synced, or `shutdown` is
-    /// cancelled; reports each one's state.
+    /// Waits until every started informer has synced: the factory as the
+    /// only entry of [`wait_for_cache_sync`](crate::wait_for_cache_sync),
+    /// which also takes it beside handler registrations (wait on both
+    /// before starting workers: a registration syncs once its handler has
+    /// seen the initial list).
+    ///
+    /// # Errors
+    /// When `shutdown` is cancelled or `timeout` passes first, naming the
+    /// informers that had not synced.
     pub async fn wait_for_cache_sync(
         &self,
         shutdown: &CancellationToken,
-    ) -> BTreeMap<InformerKey, bool> {
-        self.wait(None, shutdown).await
-    }
-
-    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync) with a deadline.
-    pub async fn wait_for_cache_sync_timeout(
-        &self,
-        timeout: Duration,
-        shutdown: &CancellationToken,
-    ) -> BTreeMap<InformerKey, bool> {
-        self.wait(Some(timeout), shutdown).await
-    }
-
-    async fn wait(
-        &self,
         timeout: Option<Duration>,
-        shutdown: &CancellationToken,
-    ) -> BTreeMap<InformerKey, bool> {
-        let started: Vec<(InformerKey, Arc<dyn ErasedInformer>)> = self
-            .state
-            .lock()
-            .informers
-            .iter()
-            .filter(|(_, e)| e.started)
-            .map(|(k, e)| (k.clone(), Arc::clone(&e.informer)))
-            .collect();
-        let synced: Vec<Synced> = started.iter().map(|(_, i)| Synced(Arc::clone(i))).collect();
-        let refs: Vec<&dyn HasSynced> = synced.iter().map(|s| s as &dyn HasSynced).collect();
-        let _ =
-            wait_for_cache_sync_timeout(timeout.unwrap_or(Duration::MAX), shutdown, &refs).await;
-        started.into_iter().map(|(k, i)| (k, i.synced())).collect()
+    ) -> Result<(), CacheSyncError> {
+        crate::synced::wait_for_cache_sync(shutdown, timeout, &[self]).await
     }
 
     /// Stops every informer and waits until they have stopped (their
@@ -537,12 +518,23 @@ impl InformerFactory {
     }
 }
 
-/// A factory informer as a [`HasSynced`].
-struct Synced(Arc<dyn ErasedInformer>);
-
-impl HasSynced for Synced {
+/// The factory has synced when every informer it started has.
+impl HasSynced for InformerFactory {
     fn has_synced(&self) -> bool {
-        self.0.synced()
+        let st = self.state.lock();
+        st.informers
+            .values()
+            .filter(|e| e.started)
+            .all(|e| e.informer.synced())
+    }
+
+    fn unsynced(&self) -> Vec<String> {
+        let st = self.state.lock();
+        st.informers
+            .iter()
+            .filter(|(_, e)| e.started && !e.informer.synced())
+            .map(|(key, _)| format!("informer {key}"))
+            .collect()
     }
 }
 

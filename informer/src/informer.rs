@@ -398,6 +398,10 @@ impl<K: Object> HasSynced for SharedIndexInformer<K> {
     fn has_synced(&self) -> bool {
         SharedIndexInformer::has_synced(self)
     }
+
+    fn unsynced(&self) -> Vec<String> {
+        crate::synced::unsynced_name(self.has_synced(), &format!("informer {}", self.name))
+    }
 }
 
 impl<K: Object> Drop for SharedIndexInformer<K> {

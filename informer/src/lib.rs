@@ -34,7 +34,7 @@
 //! use std::time::Duration;
 //! use kcontrol_client::{Client, Config};
 //! use kcontrol_indexer::{k8s_openapi::api::core::v1::ConfigMap, meta_namespace_key, Object};
-//! use kcontrol_informer::{wait_for_cache_sync_timeout, InformerFactory, ResourceEventHandlerFuncs};
+//! use kcontrol_informer::{wait_for_cache_sync, InformerFactory, ResourceEventHandlerFuncs};
 //! use kcontrol_testserver::TestServer;
 //! use tokio_util::sync::CancellationToken;
 //!
@@ -60,8 +60,8 @@
 //!
 //! let shutdown = CancellationToken::new();
 //! factory.start(&shutdown)?;
-//! // Ready once the store holds the initial list and the handler has seen it.
-//! wait_for_cache_sync_timeout(Duration::from_secs(30), &shutdown, &[&*configmaps, &registration]).await?;
+//! // Ready once the stores hold the initial lists and the handler has seen its own.
+//! wait_for_cache_sync(&shutdown, Some(Duration::from_secs(30)), &[&factory, &registration]).await?;
 //! assert_eq!(rx.try_recv()?, "default/settings");
 //! let lister = configmaps.lister();
 //! assert!(lister.namespaced("default").get("settings").is_some());
@@ -106,6 +106,4 @@ pub use kcontrol_reflector::BackoffConfig;
 pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;
 pub use registration::{HandlerOptions, HandlerRegistration};
-pub use synced::{
-    wait_for_cache_sync, wait_for_cache_sync_timeout, CacheSyncError, HasSynced, SyncedFn,
-};
+pub use synced::{wait_for_cache_sync, CacheSyncError, HasSynced, SyncedFn};

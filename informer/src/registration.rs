@@ -93,4 +93,8 @@ impl HasSynced for HandlerRegistration {
     fn has_synced(&self) -> bool {
         HandlerRegistration::has_synced(self)
     }
+
+    fn unsynced(&self) -> Vec<String> {
+        crate::synced::unsynced_name(self.has_synced(), &format!("handler {}", self.name))
+    }
 }

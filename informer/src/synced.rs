@@ -1,7 +1,8 @@
-//! Cache-sync barriers: the [`HasSynced`] trait (informers and handler
-//! registrations implement it) and [`wait_for_cache_sync`] /
-//! [`wait_for_cache_sync_timeout`], which wait until every one of many has
-//! synced, until shutdown, or until a deadline (IN6).
+//! The cache-sync barrier: the [`HasSynced`] trait (informers, handler
+//! registrations and the factory implement it) and
+//! [`wait_for_cache_sync`], which waits until every one of many has
+//! synced, until shutdown, or until an optional deadline (IN6). One wait,
+//! one shape: the error names what had not synced.
 
 use std::fmt;
 use std::sync::Arc;
@@ -12,21 +13,50 @@ use tokio_util::sync::CancellationToken;
 
 /// Something that reports when it has synced: an informer (its store holds
 /// the initial list), a handler registration (its handler has also handled
-/// the initial list), or a closure through [`SyncedFn`].
+/// the initial list), a factory (all its started informers), or a closure
+/// through [`SyncedFn`].
 pub trait HasSynced: Send + Sync {
     /// Whether it has synced. Once true, it stays true.
     fn has_synced(&self) -> bool;
+
+    /// What has not synced yet, by name, for error messages: empty once
+    /// synced. A group (the factory) names its unsynced members.
+    fn unsynced(&self) -> Vec<String> {
+        if self.has_synced() {
+            Vec::new()
+        } else {
+            vec![String::from("unnamed")]
+        }
+    }
 }
 
 impl<T: HasSynced + ?Sized> HasSynced for Arc<T> {
     fn has_synced(&self) -> bool {
         (**self).has_synced()
     }
+
+    fn unsynced(&self) -> Vec<String> {
+        (**self).unsynced()
+    }
 }
 
 impl<T: HasSynced + ?Sized> HasSynced for &T {
     fn has_synced(&self) -> bool {
         (**self).has_synced()
+    }
+
+    fn unsynced(&self) -> Vec<String> {
+        (**self).unsynced()
+    }
+}
+
+/// `[name]` when `synced` is false, else empty: the usual
+/// [`HasSynced::unsynced`] of something with a name.
+pub(crate) fn unsynced_name(synced: bool, name: &str) -> Vec<String> {
+    if synced {
+        Vec::new()
+    } else {
+        vec![name.to_owned()]
     }
 }
 
@@ -51,24 +81,33 @@ impl<F: Fn() -> bool + Send + Sync> HasSynced for SyncedFn<F> {
     }
 }
 
-/// Why [`wait_for_cache_sync_timeout`] gave up.
+/// Why [`wait_for_cache_sync`] gave up.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CacheSyncError {
-    /// The deadline passed first; `unsynced` lists the positions (in the
-    /// slice given) of those that had not synced.
+    /// The deadline passed first.
     #[error("caches not synced after {timeout:?} (unsynced: {unsynced:?})")]
     Timeout {
         /// The timeout given.
         timeout: Duration,
-        /// Positions of the unsynced ones.
-        unsynced: Vec<usize>,
+        /// The names of what had not synced (informers by resource or
+        /// name, handler registrations by name).
+        unsynced: Vec<String>,
     },
     /// The shutdown token was cancelled first.
     #[error("shut down before the caches synced (unsynced: {unsynced:?})")]
     Shutdown {
-        /// Positions of the unsynced ones.
-        unsynced: Vec<usize>,
+        /// The names of what had not synced.
+        unsynced: Vec<String>,
     },
+}
+
+impl CacheSyncError {
+    /// The names of what had not synced.
+    pub fn unsynced(&self) -> &[String] {
+        match self {
+            Self::Timeout { unsynced, .. } | Self::Shutdown { unsynced } => unsynced,
+        }
+    }
 }
 
 /// The first poll interval; it doubles up to [`MAX_POLL`].
@@ -76,8 +115,10 @@ const FIRST_POLL: Duration = Duration::from_millis(1);
 /// client-go polls every 100 ms; this waits at most that long between checks.
 const MAX_POLL: Duration = Duration::from_millis(100);
 
-/// Waits until every one of `synced` has synced (`true`), or until
-/// `shutdown` is cancelled (`false`), like client-go's `WaitForCacheSync`.
+/// Waits until every one of `synced` has synced, like client-go's
+/// `WaitForCacheSync`: `Ok(())` then; an error naming what had not synced
+/// when `shutdown` is cancelled first or `timeout` (if any) passes first.
+/// Informers, handler registrations and a whole factory go in one list.
 ///
 /// It checks right away, then polls at growing intervals (1 ms doubling to
 /// 100 ms), so a fast sync is seen quickly and a slow one costs little.
@@ -87,6 +128,7 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 /// # async fn main() {
 /// use std::sync::atomic::{AtomicBool, Ordering};
 /// use std::sync::Arc;
+/// use std::time::Duration;
 /// use tokio_util::sync::CancellationToken;
 /// use kcontrol_informer::{wait_for_cache_sync, SyncedFn};
 ///
@@ -94,34 +136,13 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 /// let f = Arc::clone(&flag);
 /// tokio::spawn(async move { f.store(true, Ordering::SeqCst) });
 /// let ready = SyncedFn(move || flag.load(Ordering::SeqCst));
-/// assert!(wait_for_cache_sync(&CancellationToken::new(), &[&ready]).await);
+/// let shutdown = CancellationToken::new();
+/// wait_for_cache_sync(&shutdown, Some(Duration::from_secs(30)), &[&ready])
+///     .await
+///     .expect("synced");
 /// # }
 /// ```
-pub async fn wait_for_cache_sync(shutdown: &CancellationToken, synced: &[&dyn HasSynced]) -> bool {
-    wait(shutdown, None, synced).await.is_ok()
-}
-
-/// [`wait_for_cache_sync`] with a deadline: `Ok(())` once all have synced,
-/// or an error saying whether the timeout or the shutdown came first and
-/// which ones had not synced.
-pub async fn wait_for_cache_sync_timeout(
-    timeout: Duration,
-    shutdown: &CancellationToken,
-    synced: &[&dyn HasSynced],
-) -> Result<(), CacheSyncError> {
-    wait(shutdown, Some(timeout), synced).await
-}
-
-fn unsynced(synced: &[&dyn HasSynced]) -> Vec<usize> {
-    synced
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| !s.has_synced())
-        .map(|(i, _)| i)
-        .collect()
-}
-
-async fn wait(
+pub async fn wait_for_cache_sync(
     shutdown: &CancellationToken,
     timeout: Option<Duration>,
     synced: &[&dyn HasSynced],
@@ -130,7 +151,6 @@ async fn wait(
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let mut poll = FIRST_POLL;
     loop {
-        // Skip those already synced: once true, they stay true.
         if synced.iter().all(|s| s.has_synced()) {
             tracing::debug!(count = synced.len(), "caches synced");
             return Ok(());
@@ -157,6 +177,10 @@ async fn wait(
     }
 }
 
+fn unsynced(synced: &[&dyn HasSynced]) -> Vec<String> {
+    synced.iter().flat_map(|s| s.unsynced()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,12 +191,11 @@ mod tests {
         let never = SyncedFn(|| false);
         let always = SyncedFn(|| true);
         let token = CancellationToken::new();
-        let err =
-            wait_for_cache_sync_timeout(Duration::from_millis(20), &token, &[&always, &never])
-                .await
-                .unwrap_err();
+        let err = wait_for_cache_sync(&token, Some(Duration::from_millis(20)), &[&always, &never])
+            .await
+            .unwrap_err();
         assert!(
-            matches!(&err, CacheSyncError::Timeout { unsynced, .. } if unsynced == &[1]),
+            matches!(&err, CacheSyncError::Timeout { unsynced, .. } if unsynced == &["unnamed"]),
             "{err}"
         );
         let t2 = token.clone();
@@ -180,21 +203,27 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
             t2.cancel();
         });
-        assert!(!wait_for_cache_sync(&token, &[&never]).await);
-        let err = wait_for_cache_sync_timeout(Duration::from_secs(60), &token, &[&never, &always])
+        let err = wait_for_cache_sync(&token, None, &[&never])
             .await
             .unwrap_err();
-        assert_eq!(err, CacheSyncError::Shutdown { unsynced: vec![0] });
+        assert!(matches!(err, CacheSyncError::Shutdown { .. }), "{err}");
+        let err = wait_for_cache_sync(&token, Some(Duration::from_secs(60)), &[&never, &always])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            CacheSyncError::Shutdown {
+                unsynced: vec!["unnamed".to_owned()]
+            }
+        );
         // an unrepresentable deadline is no deadline
         let fresh = CancellationToken::new();
-        assert!(
-            wait_for_cache_sync_timeout(Duration::MAX, &fresh, &[&always])
-                .await
-                .is_ok()
-        );
+        wait_for_cache_sync(&fresh, Some(Duration::MAX), &[&always])
+            .await
+            .unwrap();
         // nothing to wait for: synced at once, even after shutdown
-        assert!(wait_for_cache_sync(&token, &[]).await);
-        assert!(wait_for_cache_sync(&token, &[&always]).await);
+        wait_for_cache_sync(&token, None, &[]).await.unwrap();
+        wait_for_cache_sync(&token, None, &[&always]).await.unwrap();
     }
 
     #[tokio::test]
@@ -206,8 +235,12 @@ mod tests {
             f.store(true, Ordering::SeqCst);
         });
         let arc: Arc<dyn HasSynced> = Arc::new(SyncedFn(move || flag.load(Ordering::SeqCst)));
-        wait_for_cache_sync_timeout(Duration::from_secs(30), &CancellationToken::new(), &[&arc])
-            .await
-            .unwrap();
+        wait_for_cache_sync(
+            &CancellationToken::new(),
+            Some(Duration::from_secs(30)),
+            &[&arc],
+        )
+        .await
+        .unwrap();
     }
 }

@@ -28,7 +28,7 @@
 //! use kcontrol::client::{Api, Client, Config, Kubeconfig, KubeconfigOptions, PostParams};
 //! use kcontrol::indexer::k8s_openapi::api::core::v1::ConfigMap;
 //! use kcontrol::indexer::meta_namespace_key;
-//! use kcontrol::informer::{InformerFactory, ResourceEventHandlerFuncs};
+//! use kcontrol::informer::{wait_for_cache_sync, InformerFactory, ResourceEventHandlerFuncs};
 //! use kcontrol::workqueue::RateLimitingQueue;
 //! use kcontrol_testserver::TestServer;
 //! use tokio_util::sync::CancellationToken;
@@ -54,8 +54,8 @@
 //!
 //! let shutdown = CancellationToken::new();
 //! factory.start(&shutdown)?;
-//! let synced = factory.wait_for_cache_sync_timeout(Duration::from_secs(10), &shutdown).await;
-//! assert!(synced.values().all(|ok| *ok) && registration.has_synced());
+//! // Ready once the store holds the initial list and the handler has seen it.
+//! wait_for_cache_sync(&shutdown, Some(Duration::from_secs(10)), &[&factory, &registration]).await?;
 //!
 //! // A write on the server becomes a key on the queue.
 //! let api: Api<ConfigMap> = Api::namespaced(client, "default");

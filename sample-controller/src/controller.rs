@@ -229,7 +229,7 @@ impl Controller {
         let mut waited = Duration::ZERO;
         let step = Duration::from_secs(10);
         loop {
-            match kcontrol_informer::wait_for_cache_sync_timeout(step, shutdown, &synced).await {
+            match kcontrol_informer::wait_for_cache_sync(shutdown, Some(step), &synced).await {
                 Ok(()) => return true,
                 Err(_) if shutdown.is_cancelled() => return false,
                 Err(e) => {

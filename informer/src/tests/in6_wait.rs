@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::{wait_for_cache_sync, wait_for_cache_sync_timeout, CacheSyncError, HasSynced};
+use crate::{wait_for_cache_sync, CacheSyncError, HasSynced};
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -32,19 +32,20 @@ fn in6_waits_for_every_informer_and_registration() {
     let token = CancellationToken::new();
     let synced: Vec<&dyn HasSynced> =
         vec![&*hs[0].informer, &*hs[1].informer, &*hs[2].informer, &reg];
-    let err = block_on(wait_for_cache_sync_timeout(
-        Duration::from_millis(50),
+    let err = block_on(wait_for_cache_sync(
         &token,
+        Some(Duration::from_millis(50)),
         &synced,
     ))
     .unwrap_err();
-    assert_eq!(
-        err,
-        CacheSyncError::Timeout {
-            timeout: Duration::from_millis(50),
-            unsynced: vec![2, 3]
-        }
+    assert!(
+        matches!(err, CacheSyncError::Timeout { timeout, .. } if timeout == Duration::from_millis(50)),
+        "{err}"
     );
+    let names = err.unsynced();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], "informer inf2");
+    assert_eq!(names[1], format!("handler {}", reg.name()));
     // it lists, and the handler is let go, while we wait
     let third = Arc::clone(&fifos[2]);
     let opener = Arc::clone(&gate);
@@ -53,8 +54,8 @@ fn in6_waits_for_every_informer_and_registration() {
         third.replace([cm("b", "y", "1")], "7").unwrap();
         opener.open();
     });
-    block_on(wait_for_cache_sync_timeout(WAIT, &token, &synced)).unwrap();
-    assert!(block_on(wait_for_cache_sync(&token, &synced)));
+    block_on(wait_for_cache_sync(&token, Some(WAIT), &synced)).unwrap();
+    block_on(wait_for_cache_sync(&token, None, &synced)).unwrap();
     helper.join().unwrap();
     assert_eq!(
         hs[2].informer.last_sync_resource_version().as_deref(),
@@ -75,9 +76,15 @@ fn in6_shutdown_ends_the_wait() {
         std::thread::sleep(Duration::from_millis(20));
         cancel.cancel();
     });
-    assert!(!block_on(wait_for_cache_sync(&token, &[&*h.informer])));
-    let err = block_on(wait_for_cache_sync_timeout(WAIT, &token, &[&*h.informer])).unwrap_err();
-    assert_eq!(err, CacheSyncError::Shutdown { unsynced: vec![0] });
+    let err = block_on(wait_for_cache_sync(&token, None, &[&*h.informer])).unwrap_err();
+    assert!(matches!(err, CacheSyncError::Shutdown { .. }), "{err}");
+    let err = block_on(wait_for_cache_sync(&token, Some(WAIT), &[&*h.informer])).unwrap_err();
+    assert_eq!(
+        err,
+        CacheSyncError::Shutdown {
+            unsynced: vec![format!("informer {}", h.informer.name())]
+        }
+    );
     helper.join().unwrap();
     h.stop();
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use kcontrol_indexer::k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcontrol_indexer::{ApiResource, Object};
-use kcontrol_informer::{FactoryError, InformerFactory, InformerScope};
+use kcontrol_informer::{
+    wait_for_cache_sync, CacheSyncError, FactoryError, HasSynced, InformerFactory, InformerScope,
+};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -54,9 +56,10 @@ async fn in6_one_informer_per_resource_and_scope_started_and_awaited_together() 
 
     let shutdown = CancellationToken::new();
     factory.start(&shutdown).unwrap();
-    let synced = bounded(factory.wait_for_cache_sync(&shutdown)).await;
-    assert_eq!(synced.len(), 5, "{synced:?}");
-    assert!(synced.values().all(|ok| *ok), "{synced:?}");
+    bounded(factory.wait_for_cache_sync(&shutdown, None))
+        .await
+        .unwrap();
+    assert!(factory.has_synced());
     assert_eq!(cms.store().len(), 3);
     assert_eq!(dynamic.store().len(), 3);
     assert_eq!(secrets.store().len(), 1);
@@ -108,20 +111,17 @@ async fn in6_wait_reports_each_informer_and_ends_on_timeout_or_shutdown() {
         factory.dynamic_informer(&ApiResource::new("example.com", "v1", "Foo", "foos", true));
     let shutdown = CancellationToken::new();
     factory.start(&shutdown).unwrap();
-    let synced =
-        bounded(factory.wait_for_cache_sync_timeout(Duration::from_millis(500), &shutdown)).await;
-    let by_resource: Vec<(String, bool)> = synced
-        .iter()
-        .map(|(k, ok)| (k.resource.clone(), *ok))
-        .collect();
-    assert_eq!(
-        by_resource,
-        [
-            ("configmaps.v1".to_owned(), true),
-            ("foos.example.com/v1".to_owned(), false)
-        ]
-    );
-    assert!(cms.has_synced() && !missing.has_synced());
+    // the served one syncs (waited for without a deadline of its own)...
+    bounded(wait_for_cache_sync(&shutdown, None, &[&*cms]))
+        .await
+        .unwrap();
+    // ...and a timeout names the other one only
+    let err = bounded(factory.wait_for_cache_sync(&shutdown, Some(Duration::from_millis(50))))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CacheSyncError::Timeout { .. }), "{err}");
+    assert_eq!(err.unsynced(), ["informer foos.example.com/v1 in default"]);
+    assert!(!factory.has_synced() && !missing.has_synced());
     assert_eq!(cms.store().list_keys(), ["default/x"]);
 
     // the caller's shutdown ends the wait, and the informers
@@ -130,8 +130,11 @@ async fn in6_wait_reports_each_informer_and_ends_on_timeout_or_shutdown() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         cancel.cancel();
     });
-    let synced = bounded(factory.wait_for_cache_sync(&shutdown)).await;
-    assert_eq!(synced.values().filter(|ok| !**ok).count(), 1);
+    let err = bounded(factory.wait_for_cache_sync(&shutdown, None))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CacheSyncError::Shutdown { .. }), "{err}");
+    assert_eq!(err.unsynced().len(), 1, "{err}");
     assert!(eventually(|| cms.is_stopped() && missing.is_stopped()).await);
     bounded(factory.shutdown()).await;
 }
