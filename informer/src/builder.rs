@@ -12,10 +12,10 @@ use kcontrol_reflector::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::clock::Clock;
 use crate::informer::{Parts, SharedIndexInformer};
 use crate::metrics::InformerMetrics;
 use crate::reflector_source::ReflectorSource;
+use crate::resync_clock::ResyncClock;
 use crate::source::Source;
 
 /// Makes the informer's source from the final reflector options.
@@ -30,7 +30,7 @@ pub struct SharedIndexInformerBuilder<K: Object> {
     resync_period: Duration,
     indexers: Indexers<K>,
     metrics: Option<Arc<dyn InformerMetrics>>,
-    clock: Clock,
+    clock: ResyncClock,
 }
 
 impl<K: Object> fmt::Debug for SharedIndexInformerBuilder<K> {
@@ -72,7 +72,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             resync_period: Duration::ZERO,
             indexers: Indexers::new(),
             metrics: None,
-            clock: Clock::real(),
+            clock: ResyncClock::real(),
         }
     }
 
@@ -192,7 +192,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
     /// The clock resync schedules read.
     #[cfg(test)]
     #[must_use]
-    pub(crate) fn clock(mut self, clock: Clock) -> Self {
+    pub(crate) fn clock(mut self, clock: ResyncClock) -> Self {
         self.clock = clock;
         self
     }

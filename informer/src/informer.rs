@@ -108,7 +108,7 @@ pub(crate) struct Parts<K: Object> {
     pub(crate) resync_period: Duration,
     pub(crate) indexers: Indexers<K>,
     pub(crate) metrics: Option<Arc<dyn InformerMetrics>>,
-    pub(crate) clock: crate::clock::Clock,
+    pub(crate) clock: crate::resync_clock::ResyncClock,
 }
 
 impl<K: Object> SharedIndexInformer<K> {
@@ -143,14 +143,10 @@ impl<K: Object> SharedIndexInformer<K> {
         &self.name
     }
 
-    /// The store every object is kept in; shared, never copied.
+    /// The store every object is kept in, with its indexes (client-go's
+    /// `GetStore` and `GetIndexer`, one object here); shared, never copied.
     pub fn store(&self) -> Arc<ThreadSafeStore<K>> {
         Arc::clone(&self.store)
-    }
-
-    /// The same as [`store`](Self::store) (client-go's `GetIndexer`).
-    pub fn indexer(&self) -> Arc<ThreadSafeStore<K>> {
-        self.store()
     }
 
     /// A lister reading the store.

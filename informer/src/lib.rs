@@ -75,19 +75,19 @@
 
 mod buffer;
 mod builder;
-mod clock;
 mod error;
 mod factory;
+mod handle_deltas;
 mod handler;
-mod handlers;
 mod informer;
 mod listener;
 pub mod metrics;
 mod notification;
-mod process;
 mod processor;
 mod reflector_source;
+mod registering;
 mod registration;
+mod resync_clock;
 mod source;
 mod synced;
 
@@ -100,10 +100,10 @@ pub use factory::{
     FactoryError, InformerFactory, InformerFactoryBuilder, InformerKey, InformerScope,
 };
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
-pub use handlers::MINIMUM_RESYNC_PERIOD;
 pub use informer::SharedIndexInformer;
 pub use kcontrol_reflector::BackoffConfig;
 pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;
+pub use registering::MINIMUM_RESYNC_PERIOD;
 pub use registration::{HandlerOptions, HandlerRegistration};
 pub use synced::{wait_for_cache_sync, CacheSyncError, HasSynced, SyncedFn};

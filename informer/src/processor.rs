@@ -8,9 +8,9 @@ use std::time::Duration;
 use parking_lot::RwLock;
 use tokio::sync::oneshot;
 
-use crate::clock::Clock;
 use crate::listener::{Listener, ResyncSchedule};
 use crate::notification::Notification;
+use crate::resync_clock::ResyncClock;
 
 /// One listener and what the processor keeps beside it.
 struct Entry<K> {
@@ -25,18 +25,18 @@ struct Entry<K> {
 /// The listeners of one informer.
 pub(crate) struct Processor<K> {
     listeners: RwLock<Vec<Entry<K>>>,
-    clock: Clock,
+    clock: ResyncClock,
 }
 
 impl<K: Send + Sync + 'static> Processor<K> {
-    pub(crate) fn new(clock: Clock) -> Self {
+    pub(crate) fn new(clock: ResyncClock) -> Self {
         Self {
             listeners: RwLock::new(Vec::new()),
             clock,
         }
     }
 
-    pub(crate) fn clock(&self) -> &Clock {
+    pub(crate) fn clock(&self) -> &ResyncClock {
         &self.clock
     }
 

@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock, Weak};
 
 use super::*;
-use crate::clock::ManualClock;
+use crate::resync_clock::ManualClock;
 use crate::{HandlerOptions, HandlerRegistration, InformerError, ResourceEventHandlerFuncs};
 
 fn syncs(r: &Recorder) -> usize {

@@ -22,7 +22,7 @@ fn indexers_before_and_after_start() {
     )
     .unwrap();
     h.barrier(&[]);
-    let store = h.informer.indexer();
+    let store = h.informer.store();
     assert_eq!(store.index_keys("by-rv", "2").unwrap().len(), 2);
     // added while running: indexes what is there, and follows changes
     let by_name: IndexFunc<ConfigMap> =

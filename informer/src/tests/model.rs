@@ -11,7 +11,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
-use crate::clock::ManualClock;
+use crate::resync_clock::ManualClock;
 use crate::HandlerRegistration;
 
 #[derive(Clone, Debug)]

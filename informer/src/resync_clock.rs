@@ -1,4 +1,5 @@
-//! [`Clock`]: where resync schedules read the time; real time in use, a
+//! [`ResyncClock`]: where resync schedules read the time (the work queue has
+//! its own public `Clock` for delays; this one is internal); real time in use, a
 //! hand-moved clock in tests (client-go injects a fake clock the same way).
 
 use std::fmt;
@@ -7,9 +8,9 @@ use std::time::Instant;
 
 /// A source of the current time.
 #[derive(Clone)]
-pub(crate) struct Clock(Option<Arc<dyn Fn() -> Instant + Send + Sync>>);
+pub(crate) struct ResyncClock(Option<Arc<dyn Fn() -> Instant + Send + Sync>>);
 
-impl Clock {
+impl ResyncClock {
     /// The system's monotonic clock.
     pub(crate) fn real() -> Self {
         Self(None)
@@ -30,12 +31,12 @@ impl Clock {
     }
 }
 
-impl fmt::Debug for Clock {
+impl fmt::Debug for ResyncClock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.0.is_some() {
-            "Clock(manual)"
+            "ResyncClock(manual)"
         } else {
-            "Clock(real)"
+            "ResyncClock(real)"
         })
     }
 }
@@ -64,9 +65,9 @@ impl ManualClock {
             .fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
     }
 
-    pub(crate) fn clock(&self) -> Clock {
+    pub(crate) fn clock(&self) -> ResyncClock {
         let this = self.clone();
-        Clock::from_fn(move || {
+        ResyncClock::from_fn(move || {
             this.start
                 + std::time::Duration::from_millis(
                     this.offset_ms.load(std::sync::atomic::Ordering::SeqCst),
