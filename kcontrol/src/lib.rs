@@ -1,5 +1,15 @@
 //! kcontrol: client-go's controller machinery for Rust.
 //!
+//! # Write your first controller
+//!
+//! Depend on `kcontrol` alone and `use kcontrol::prelude::*;`: the client,
+//! the informer factory and handlers, the cache-sync barrier, the work
+//! queue and the [`CancellationToken`] that stops them. The example
+//! `examples/first_controller.rs` is a whole controller (informer →
+//! handler → rate-limited queue → two workers → writes through the API),
+//! run against the in-process test API server:
+//! `cargo run -p kcontrol --example first_controller`.
+//!
 //! This crate re-exports the kcontrol crates under one name, so a
 //! controller depends on `kcontrol` alone:
 //!
@@ -85,6 +95,12 @@ pub use kcontrol_indexer as indexer;
 pub use kcontrol_informer as informer;
 pub use kcontrol_reflector as reflector;
 pub use kcontrol_workqueue as workqueue;
+
+pub mod prelude;
+
+/// The token that stops informers, factories and waits (tokio-util's), so
+/// a controller needs no tokio-util dependency of its own.
+pub use tokio_util::sync::CancellationToken;
 
 /// The `k8s-openapi` crate kcontrol's typed objects come from (feature `v1_33`).
 pub use kcontrol_indexer::k8s_openapi;
