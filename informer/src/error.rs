@@ -32,6 +32,13 @@ pub enum InformerError {
         /// The informer's name.
         informer: String,
     },
+    /// An async handler was added outside a tokio runtime: it runs on a
+    /// task of the runtime it is added on.
+    #[error("async handler {handler:?} must be added on a tokio runtime (it runs on a task)")]
+    NoRuntimeForHandler {
+        /// The registration's name.
+        handler: String,
+    },
     /// The registration was made by another informer.
     #[error("handler {handler:?} is not registered with informer {informer:?}")]
     ForeignRegistration {

@@ -73,6 +73,7 @@
 //! # }
 //! ```
 
+mod async_handler;
 mod buffer;
 mod builder;
 mod error;
@@ -94,6 +95,7 @@ mod synced;
 #[cfg(test)]
 mod tests;
 
+pub use async_handler::{AsyncResourceEventHandler, HandlerFuture};
 pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
 pub use factory::{

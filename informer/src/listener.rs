@@ -1,6 +1,7 @@
 //! [`Listener`]: one registered handler with its own unbounded buffer and
-//! its own OS thread (IN1), its initial-list tracking (IN4's per-handler
-//! `has_synced`) and its resync schedule.
+//! its own OS thread, or its own tokio task for an async handler (IN1),
+//! its initial-list tracking (IN4's per-handler `has_synced`) and its
+//! resync schedule.
 //!
 //! The informer's processing loop only ever appends to a listener's buffer
 //! (a short mutex hold, never a wait on the handler); the listener's thread
@@ -9,15 +10,19 @@
 //! a dedicated thread per handler keeps a blocked or slow handler from
 //! holding up the async runtime, the informer, or any other handler.
 
+use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use parking_lot::{Condvar, Mutex};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
+use crate::async_handler::AsyncResourceEventHandler;
 use crate::buffer::PendingBuffer;
+use crate::error::InformerError;
 use crate::handler::ResourceEventHandler;
 use crate::metrics::InformerMetrics;
 use crate::notification::Notification;
@@ -144,13 +149,25 @@ struct State<K> {
     stopped: bool,
 }
 
-/// One handler, its buffer and its worker thread.
+/// What a listener calls, and where.
+pub(crate) enum HandlerKind<K> {
+    /// A plain handler on its own OS thread (it may block).
+    Thread(Box<dyn ResourceEventHandler<K>>),
+    /// An async handler on its own tokio task.
+    Task(Box<dyn AsyncResourceEventHandler<K>>),
+}
+
+/// One handler, its buffer and its worker thread or task.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
     pub(crate) name: Arc<str>,
-    handler: Box<dyn ResourceEventHandler<K>>,
+    handler: HandlerKind<K>,
     state: Mutex<State<K>>,
+    /// Wakes the worker thread.
     wake: Condvar,
+    /// Wakes the worker task (a stored permit covers a notification added
+    /// between its look at the buffer and its wait).
+    task_wake: Notify,
     pub(crate) sync: Arc<HandlerSync>,
     pub(crate) resync: Arc<Mutex<ResyncSchedule>>,
     metrics: Option<Arc<dyn InformerMetrics>>,
@@ -160,7 +177,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
     pub(crate) fn new(
         id: u64,
         name: Arc<str>,
-        handler: Box<dyn ResourceEventHandler<K>>,
+        handler: HandlerKind<K>,
         sync: Arc<HandlerSync>,
         resync: ResyncSchedule,
         metrics: Option<Arc<dyn InformerMetrics>>,
@@ -174,28 +191,60 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 stopped: false,
             }),
             wake: Condvar::new(),
+            task_wake: Notify::new(),
             sync,
             resync: Arc::new(Mutex::new(resync)),
             metrics,
         }
     }
 
-    /// Starts the worker thread. The receiver completes when the thread has
+    /// Starts the worker thread, or the worker task on the current tokio
+    /// runtime for an async handler. The receiver completes when it has
     /// ended (after [`stop`](Self::stop), once the handler returns).
     pub(crate) fn spawn(
         self: &Arc<Self>,
         informer: &str,
-    ) -> std::io::Result<oneshot::Receiver<()>> {
+    ) -> Result<oneshot::Receiver<()>, InformerError> {
         let (done_tx, done_rx) = oneshot::channel();
         let this = Arc::clone(self);
-        // A NUL would make the name invalid (and `spawn` panic).
-        let name = format!("{informer}/{}", self.name).replace('\0', "");
-        std::thread::Builder::new().name(name).spawn(move || {
-            this.work();
-            drop(this);
-            let _ = done_tx.send(());
-        })?;
+        match &self.handler {
+            HandlerKind::Thread(_) => {
+                // A NUL would make the name invalid (and `spawn` panic).
+                let name = format!("{informer}/{}", self.name).replace('\0', "");
+                let spawned = std::thread::Builder::new().name(name).spawn(move || {
+                    this.work();
+                    drop(this);
+                    let _ = done_tx.send(());
+                });
+                spawned.map_err(|source| InformerError::Spawn {
+                    handler: self.name.to_string(),
+                    source,
+                })?;
+            }
+            HandlerKind::Task(_) => {
+                let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+                    InformerError::NoRuntimeForHandler {
+                        handler: self.name.to_string(),
+                    }
+                })?;
+                runtime.spawn(async move {
+                    this.work_async().await;
+                    drop(this);
+                    let _ = done_tx.send(());
+                });
+            }
+        }
         Ok(done_rx)
+    }
+
+    /// Wakes the worker thread or task.
+    fn wake_worker(&self) {
+        match self.handler {
+            HandlerKind::Thread(_) => {
+                self.wake.notify_all();
+            }
+            HandlerKind::Task(_) => self.task_wake.notify_one(),
+        }
     }
 
     /// Appends a notification; never waits for the handler. Returns `false`
@@ -211,7 +260,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 self.sync.initial_queued();
             }
             st.buffer.push(notification);
-            self.wake.notify_one();
+            self.wake_worker();
             st.buffer.len()
         };
         if let Some(m) = &self.metrics {
@@ -227,7 +276,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         let mut st = self.state.lock();
         st.stopped = true;
         st.buffer.clear();
-        self.wake.notify_all();
+        self.wake_worker();
         drop(st);
         if let Some(m) = &self.metrics {
             m.pending(&self.name, 0);
@@ -243,11 +292,14 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     /// The worker thread's loop.
     fn work(&self) {
+        let HandlerKind::Thread(handler) = &self.handler else {
+            return;
+        };
         while let Some((notification, depth)) = self.next() {
             if let Some(m) = &self.metrics {
                 m.pending(&self.name, depth);
             }
-            self.deliver(notification);
+            self.deliver(handler.as_ref(), notification);
         }
         tracing::debug!(handler = %self.name, "event handler stopped");
     }
@@ -266,19 +318,78 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
+    /// The worker task's loop.
+    async fn work_async(&self) {
+        let HandlerKind::Task(handler) = &self.handler else {
+            return;
+        };
+        loop {
+            let next = {
+                let mut st = self.state.lock();
+                if st.stopped {
+                    break;
+                }
+                st.buffer.pop().map(|n| (n, st.buffer.len()))
+            };
+            match next {
+                Some((notification, depth)) => {
+                    if let Some(m) = &self.metrics {
+                        m.pending(&self.name, depth);
+                    }
+                    self.deliver_async(handler.as_ref(), notification).await;
+                }
+                None => self.task_wake.notified().await,
+            }
+        }
+        tracing::debug!(handler = %self.name, "async event handler stopped");
+    }
+
     /// Calls the handler. A panic is caught and logged, and counts as
     /// handled: the handler goes on with the next notification.
-    fn deliver(&self, notification: Notification<K>) {
-        let kind = notification.kind();
-        let initial = notification.is_initial_add();
+    fn deliver(&self, handler: &dyn ResourceEventHandler<K>, notification: Notification<K>) {
         let started = self.metrics.as_ref().map(|_| Instant::now());
         let outcome = catch_unwind(AssertUnwindSafe(|| match &notification {
-            Notification::Add { obj, initial } => self.handler.on_add(obj, *initial),
-            Notification::Update { old, new } => self.handler.on_update(old, new),
-            Notification::Delete(obj) => self.handler.on_delete(obj),
+            Notification::Add { obj, initial } => handler.on_add(obj, *initial),
+            Notification::Update { old, new } => handler.on_update(old, new),
+            Notification::Delete(obj) => handler.on_delete(obj),
         }));
-        let panicked = outcome.is_err();
-        if let Err(panic) = outcome {
+        self.handled(notification, started, outcome.err());
+    }
+
+    /// [`deliver`](Self::deliver) for an async handler: a panic while
+    /// building or polling its future is caught the same way.
+    async fn deliver_async(
+        &self,
+        handler: &dyn AsyncResourceEventHandler<K>,
+        notification: Notification<K>,
+    ) {
+        let started = self.metrics.as_ref().map(|_| Instant::now());
+        let call = catch_unwind(AssertUnwindSafe(|| match &notification {
+            Notification::Add { obj, initial } => handler.on_add(Arc::clone(obj), *initial),
+            Notification::Update { old, new } => {
+                handler.on_update(Arc::clone(old), Arc::clone(new))
+            }
+            Notification::Delete(obj) => handler.on_delete(obj.clone()),
+        }));
+        let outcome = match call {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        self.handled(notification, started, outcome.err());
+    }
+
+    /// After a call: logs a panic, counts an initial add as handled,
+    /// records the metrics.
+    fn handled(
+        &self,
+        notification: Notification<K>,
+        started: Option<Instant>,
+        panic: Option<Box<dyn Any + Send>>,
+    ) {
+        let kind = notification.kind();
+        let initial = notification.is_initial_add();
+        let panicked = panic.is_some();
+        if let Some(panic) = panic {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
@@ -320,8 +431,56 @@ mod tests {
         }
     }
 
+    /// The same recorder, async: 13 panics while polling, 14 while
+    /// building the future.
+    struct AsyncRecorder(Mutex<mpsc::Sender<String>>);
+
+    impl AsyncResourceEventHandler<u32> for AsyncRecorder {
+        fn on_add(&self, obj: Arc<u32>, initial: bool) -> crate::HandlerFuture<'_> {
+            assert_ne!(*obj, 14, "unlucky too");
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                if *obj == 13 {
+                    panic!("unlucky");
+                }
+                let _ = self.0.lock().send(format!("add {obj} {initial}"));
+            })
+        }
+        fn on_update(&self, old: Arc<u32>, new: Arc<u32>) -> crate::HandlerFuture<'_> {
+            Box::pin(async move {
+                let _ = self.0.lock().send(format!("update {old} {new}"));
+            })
+        }
+        fn on_delete(&self, obj: ObjectOrTombstone<u32>) -> crate::HandlerFuture<'_> {
+            Box::pin(async move {
+                let _ = self.0.lock().send(format!("delete {}", obj.object()));
+            })
+        }
+    }
+
     fn listener(upstream: bool) -> (Arc<Listener<u32>>, mpsc::Receiver<String>) {
         let (tx, rx) = mpsc::channel();
+        listener_of(
+            upstream,
+            HandlerKind::Thread(Box::new(Recorder(Mutex::new(tx)))),
+            rx,
+        )
+    }
+
+    fn async_listener(upstream: bool) -> (Arc<Listener<u32>>, mpsc::Receiver<String>) {
+        let (tx, rx) = mpsc::channel();
+        listener_of(
+            upstream,
+            HandlerKind::Task(Box::new(AsyncRecorder(Mutex::new(tx)))),
+            rx,
+        )
+    }
+
+    fn listener_of(
+        upstream: bool,
+        handler: HandlerKind<u32>,
+        rx: mpsc::Receiver<String>,
+    ) -> (Arc<Listener<u32>>, mpsc::Receiver<String>) {
         let sync = Arc::new(HandlerSync::new(
             "h".into(),
             Arc::new(SyncedFn(move || upstream)),
@@ -330,12 +489,53 @@ mod tests {
         let l = Arc::new(Listener::new(
             1,
             "h".into(),
-            Box::new(Recorder(Mutex::new(tx))),
+            handler,
             sync,
             ResyncSchedule::new(Duration::ZERO, Duration::ZERO, Instant::now()),
             None,
         ));
         (l, rx)
+    }
+
+    /// IN1 for async handlers: in order, on a task, surviving panics both
+    /// while the future is built and while it runs; the task ends on stop.
+    #[test]
+    fn an_async_handler_gets_the_same_notifications_on_a_task() {
+        let (l, rx) = async_listener(true);
+        assert!(
+            matches!(
+                l.spawn("test"),
+                Err(InformerError::NoRuntimeForHandler { .. })
+            ),
+            "an async handler needs a runtime"
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = runtime.block_on(async { l.spawn("test") }).unwrap();
+        let worker = std::thread::spawn(move || runtime.block_on(done));
+        for n in [1, 13, 14] {
+            l.add(Notification::Add {
+                obj: Arc::new(n),
+                initial: true,
+            });
+        }
+        l.add(Notification::Update {
+            old: Arc::new(1),
+            new: Arc::new(2),
+        });
+        l.add(Notification::Delete(ObjectOrTombstone::Object(Arc::new(2))));
+        assert_eq!(recv(&rx), "add 1 true");
+        assert_eq!(recv(&rx), "update 1 2");
+        assert_eq!(recv(&rx), "delete 2");
+        // both panicking initial adds counted as handled (the last event
+        // recorded came after them)
+        assert!(l.sync.has_synced());
+        l.stop();
+        worker.join().unwrap().unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!(Arc::strong_count(&l), 1, "the task let go of the listener");
     }
 
     fn recv(rx: &mpsc::Receiver<String>) -> String {

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use kcontrol_indexer::Object;
 
+use crate::async_handler::AsyncResourceEventHandler;
 use crate::error::InformerError;
 use crate::handler::ResourceEventHandler;
 use crate::informer::SharedIndexInformer;
-use crate::listener::{HandlerSync, Listener, ResyncSchedule};
+use crate::listener::{HandlerKind, HandlerSync, Listener, ResyncSchedule};
 use crate::notification::Notification;
 use crate::registration::{HandlerOptions, HandlerRegistration};
 use crate::synced::HasSynced;
@@ -64,6 +65,31 @@ impl<K: Object> SharedIndexInformer<K> {
     where
         H: ResourceEventHandler<K>,
     {
+        self.register(HandlerKind::Thread(Box::new(handler)), options)
+    }
+
+    /// Registers an async handler: the same notifications, in the same
+    /// order and with the same rules as
+    /// [`add_event_handler_with_options`](Self::add_event_handler_with_options),
+    /// delivered on a tokio task of its own instead of an OS thread (see
+    /// [`AsyncResourceEventHandler`]). Must be called on a tokio runtime;
+    /// the task runs there.
+    pub fn add_async_event_handler<H>(
+        &self,
+        handler: H,
+        options: HandlerOptions,
+    ) -> Result<HandlerRegistration, InformerError>
+    where
+        H: AsyncResourceEventHandler<K>,
+    {
+        self.register(HandlerKind::Task(Box::new(handler)), options)
+    }
+
+    fn register(
+        &self,
+        handler: HandlerKind<K>,
+        options: HandlerOptions,
+    ) -> Result<HandlerRegistration, InformerError> {
         let mut lc = self.lifecycle.lock();
         if lc.stopped {
             return Err(self.stopped_error());
@@ -89,17 +115,12 @@ impl<K: Object> SharedIndexInformer<K> {
         let listener = Arc::new(Listener::new(
             id,
             Arc::clone(&name),
-            Box::new(handler),
+            handler,
             Arc::clone(&sync),
             schedule,
             self.metrics.clone(),
         ));
-        let done = listener
-            .spawn(&self.name)
-            .map_err(|source| InformerError::Spawn {
-                handler: name.to_string(),
-                source,
-            })?;
+        let done = listener.spawn(&self.name)?;
         let registration = HandlerRegistration {
             informer_id: self.id,
             listener_id: id,

@@ -10,7 +10,8 @@ use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_indexer::k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kcontrol_indexer::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 use kcontrol_informer::{
-    wait_for_cache_sync, HasSynced, ResourceEventHandlerFuncs, SharedIndexInformer,
+    wait_for_cache_sync, AsyncResourceEventHandler, HandlerFuture, HandlerOptions, HasSynced,
+    ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kcontrol_reflector::{BackoffConfig, ReflectorConfig};
 use parking_lot::Mutex;
@@ -479,5 +480,116 @@ async fn the_watch_error_handler_hears_failures_and_is_set_before_start() {
         Err(kcontrol_informer::InformerError::AlreadyStarted { .. })
     ));
     assert!(informer.set_transform(|cm| cm).is_err());
+    run.stop().await;
+}
+
+/// An async handler: a [`Recorder`] behind a tokio semaphore that stays
+/// closed until the test adds a permit (no thread waits meanwhile).
+struct AsyncRecorder {
+    recorder: Arc<Recorder>,
+    gate: Arc<tokio::sync::Semaphore>,
+}
+
+impl AsyncRecorder {
+    fn new(open: bool) -> (Arc<Recorder>, Arc<tokio::sync::Semaphore>, Self) {
+        let recorder = Recorder::new();
+        let permits = if open {
+            tokio::sync::Semaphore::MAX_PERMITS
+        } else {
+            0
+        };
+        let gate = Arc::new(tokio::sync::Semaphore::new(permits));
+        let handler = Self {
+            recorder: Arc::clone(&recorder),
+            gate: Arc::clone(&gate),
+        };
+        (recorder, gate, handler)
+    }
+
+    async fn pass(&self) {
+        // Closed only by dropping the semaphore, which the test never does.
+        let _permit = self.gate.acquire().await;
+    }
+}
+
+impl AsyncResourceEventHandler<ConfigMap> for AsyncRecorder {
+    fn on_add(&self, obj: Arc<ConfigMap>, initial: bool) -> HandlerFuture<'_> {
+        Box::pin(async move {
+            self.pass().await;
+            self.recorder.on_add(&obj, initial);
+        })
+    }
+
+    fn on_update(&self, old: Arc<ConfigMap>, new: Arc<ConfigMap>) -> HandlerFuture<'_> {
+        Box::pin(async move {
+            self.pass().await;
+            self.recorder.on_update(&old, &new);
+        })
+    }
+
+    fn on_delete(&self, obj: ObjectOrTombstone<ConfigMap>) -> HandlerFuture<'_> {
+        Box::pin(async move {
+            self.pass().await;
+            self.recorder.on_delete(&obj);
+        })
+    }
+}
+
+/// IN1 for async handlers, on a runtime of two threads: an async handler
+/// gets exactly what a thread handler gets, in the same order, and one
+/// that awaits forever holds up neither the store nor the others (nor the
+/// runtime: the informer and the other handlers keep going on it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in1_async_handlers_see_what_thread_handlers_see_and_a_stuck_one_holds_up_nothing() {
+    let server = server().await;
+    for i in 0..50 {
+        server
+            .objects()
+            .create("configmaps", "default", cm(&format!("initial{i}"), "0"))
+            .unwrap();
+    }
+    let informer = informer_of(&server, "default").build();
+    let threaded = Recorder::new();
+    informer.add_event_handler(Arc::clone(&threaded)).unwrap();
+    let (fast, _, handler) = AsyncRecorder::new(true);
+    let fast_reg = informer
+        .add_async_event_handler(handler, HandlerOptions::new().name("fast"))
+        .unwrap();
+    let stuck_handlers: Vec<_> = (0..20)
+        .map(|i| {
+            let (recorder, gate, handler) = AsyncRecorder::new(false);
+            let options = HandlerOptions::new().name(format!("stuck{i}"));
+            let reg = informer.add_async_event_handler(handler, options).unwrap();
+            (recorder, gate, reg)
+        })
+        .collect();
+    let run = Running::start(Arc::clone(&informer));
+    let api: Api<ConfigMap> = Api::namespaced(client(&server), "default");
+    for i in 0..30 {
+        let obj: ConfigMap = serde_json::from_value(cm(&format!("c{i}"), "0")).unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+    }
+    for i in 0..10 {
+        api.delete(&format!("initial{i}"), &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+    let want = server_view(&server, Some("default"));
+    assert!(eventually(|| view_of(&informer.store().list()) == want).await);
+    assert!(eventually(|| threaded.view() == want && fast.view() == want).await);
+    assert_eq!(fast.log(), threaded.log());
+    assert!(eventually(|| fast_reg.has_synced()).await);
+    for (recorder, _, reg) in &stuck_handlers {
+        assert!(recorder.log().is_empty() && !reg.has_synced());
+    }
+    for (_, gate, _) in &stuck_handlers {
+        gate.add_permits(tokio::sync::Semaphore::MAX_PERMITS);
+    }
+    for (recorder, _, reg) in &stuck_handlers {
+        assert!(eventually(|| recorder.view() == want).await);
+        assert!(eventually(|| reg.has_synced()).await);
+        assert_eq!(recorder.log(), threaded.log());
+        assert!(recorder.errors().is_empty(), "{:?}", recorder.errors());
+    }
     run.stop().await;
 }
