@@ -71,7 +71,9 @@ pub struct InformerScope {
 }
 
 impl InformerScope {
-    /// All namespaces, no selectors.
+    /// All namespaces, no selectors: nothing of the factory's own scope.
+    /// To narrow the factory's scope instead, start from
+    /// [`InformerFactory::scope`].
     pub fn all() -> Self {
         Self::default()
     }
@@ -83,16 +85,16 @@ impl InformerScope {
         self
     }
 
-    /// A label selector.
+    /// A label selector (the same name as the factory builder's).
     #[must_use]
-    pub fn labels(mut self, selector: impl Into<String>) -> Self {
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
         self.label_selector = Some(selector.into());
         self
     }
 
-    /// A field selector.
+    /// A field selector (the same name as the factory builder's).
     #[must_use]
-    pub fn fields(mut self, selector: impl Into<String>) -> Self {
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = Some(selector.into());
         self
     }
@@ -352,7 +354,16 @@ impl InformerFactory {
         self.scoped_informer::<K>(self.scope.clone())
     }
 
+    /// The factory's own scope (its namespace and selectors), to build
+    /// another from: `factory.scope().label_selector("app=web")` keeps the
+    /// factory's namespace.
+    pub fn scope(&self) -> InformerScope {
+        self.scope.clone()
+    }
+
     /// The shared informer of `K` in another scope (namespace, selectors).
+    /// The scope given replaces the factory's (see
+    /// [`scope`](Self::scope) to extend it instead).
     pub fn scoped_informer<K>(&self, scope: InformerScope) -> Arc<SharedIndexInformer<K>>
     where
         K: Resource + DeserializeOwned,
@@ -466,6 +477,12 @@ impl InformerFactory {
     /// current tokio runtime, running until `shutdown` is cancelled (or
     /// [`shutdown`](Self::shutdown) is called). Informers created later
     /// start on the next call. Does nothing once the factory shuts down.
+    ///
+    /// Stopping: cancelling `shutdown` stops the informers started with it
+    /// and returns at once; [`shutdown`](Self::shutdown) stops every
+    /// informer of the factory and waits until they and their handlers
+    /// have ended. A controller that must not exit with a handler still
+    /// running calls `shutdown().await` (cancelling first is not needed).
     pub fn start(&self, shutdown: &CancellationToken) -> Result<(), FactoryError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FactoryError::NoRuntime)?;
         let mut st = self.state.lock();

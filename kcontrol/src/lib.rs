@@ -36,7 +36,7 @@
 //! use std::time::Duration;
 //!
 //! use kcontrol::client::{Api, Client, Config, Kubeconfig, KubeconfigOptions, PostParams};
-//! use kcontrol::indexer::k8s_openapi::api::core::v1::ConfigMap;
+//! use kcontrol::k8s_openapi::api::core::v1::ConfigMap;
 //! use kcontrol::indexer::meta_namespace_key;
 //! use kcontrol::informer::{wait_for_cache_sync, InformerFactory, ResourceEventHandlerFuncs};
 //! use kcontrol::workqueue::RateLimitingQueue;

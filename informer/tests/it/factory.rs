@@ -47,7 +47,7 @@ async fn in6_one_informer_per_resource_and_scope_started_and_awaited_together() 
         &in_a,
         &factory.scoped_informer::<ConfigMap>(InformerScope::all().namespace("a"))
     ));
-    let web = factory.scoped_informer::<ConfigMap>(InformerScope::all().labels("app=web"));
+    let web = factory.scoped_informer::<ConfigMap>(InformerScope::all().label_selector("app=web"));
     let dynamic = factory.dynamic_informer(&ApiResource::of::<ConfigMap>());
     assert!(Arc::ptr_eq(
         &dynamic,
@@ -151,4 +151,35 @@ fn start_outside_a_runtime_is_an_error() {
         factory.start(&CancellationToken::new()),
         Err(FactoryError::NoRuntime)
     ));
+}
+
+/// `factory.scope()` narrows the factory's own scope (its namespace kept);
+/// `InformerScope::all()` starts from nothing, as its name says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_built_from_the_factory_keeps_its_namespace() {
+    let server = server().await;
+    namespaces(&server, &["a", "b"]);
+    for (ns, name, app) in [("a", "x", "web"), ("a", "y", "db"), ("b", "x", "web")] {
+        server
+            .objects()
+            .create("configmaps", ns, labelled(name, app))
+            .unwrap();
+    }
+    let factory = InformerFactory::builder(client(&server))
+        .namespace("a")
+        .build();
+    assert_eq!(factory.scope().namespace.as_deref(), Some("a"));
+    let narrowed = factory.scoped_informer::<ConfigMap>(factory.scope().label_selector("app=web"));
+    let everywhere =
+        factory.scoped_informer::<ConfigMap>(InformerScope::all().label_selector("app=web"));
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown).unwrap();
+    bounded(factory.wait_for_cache_sync(&shutdown, None))
+        .await
+        .unwrap();
+    assert_eq!(narrowed.store().list_keys(), ["a/x"]);
+    let mut keys = everywhere.store().list_keys();
+    keys.sort();
+    assert_eq!(keys, ["a/x", "b/x"]);
+    bounded(factory.shutdown()).await;
 }
