@@ -53,6 +53,7 @@ async fn rf4_a_429_waits_at_least_retry_after_before_watching_again() {
     );
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_open(&server).await;
     server.faults().fail_next_matching(
         1,
         Failure::TooManyRequests {
@@ -97,6 +98,7 @@ async fn rf5_5xx_answers_back_off_with_growing_waits_and_watch_again() {
     let h = Harness::start(Arc::new(lw), ReflectorConfig::default().backoff(backoff));
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_open(&server).await;
     server
         .faults()
         .fail_next_matching(4, Failure::InternalError, watch_scope());
@@ -132,12 +134,20 @@ async fn rf4_connection_errors_back_off_and_watch_again_without_a_relist() {
     let server = server().await;
     seed(&server, 3);
     let proxy = Proxy::start(server.url()).await;
+    // requests are slow to be served, so the first watch is still on its
+    // way when the store has converged
+    server.faults().set_latency(Duration::from_millis(300));
     let h = Harness::for_url(
         &proxy.url(),
         ReflectorConfig::default().backoff(fast_backoff()),
     );
     h.synced().await;
     h.converge(&server).await;
+    server.faults().set_latency(Duration::ZERO);
+    // the watch must have reached the server before the rule and the close:
+    // one still in flight (here held up by the latency) would get past both
+    // and stay open for minutes
+    wait_watch_open(&server).await;
     let dropped = Arc::new(AtomicUsize::new(0));
     proxy.set_rule({
         let dropped = dropped.clone();

@@ -144,6 +144,16 @@ pub async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> boo
     }
 }
 
+/// Waits until the server has at least one watch open (a watch counts as
+/// open once `close_all_watches` would end it): a converged store does not
+/// mean the reflector's next watch has reached the server yet.
+pub async fn wait_watch_open(server: &TestServer) {
+    wait_for("an open watch", DEADLINE, || {
+        server.counters().active_watches >= 1
+    })
+    .await;
+}
+
 /// Deltas popped by the consumer, by type.
 #[derive(Default, Debug)]
 pub struct Popped {

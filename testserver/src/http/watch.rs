@@ -167,6 +167,10 @@ pub(crate) async fn watch(
     let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
     let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
     let fast = output == Output::Json && info.is_storage_version() && filter.is_empty();
+    // subscribed before the watch counts as open: a close_all_watches from
+    // then on ends it, even before its task first runs
+    let mut close_rx = state.faults.subscribe_close();
+    close_rx.borrow_and_update();
     let watcher = Watcher {
         state: state.clone(),
         info: info.clone(),
@@ -181,6 +185,7 @@ pub(crate) async fn watch(
         deadline: Instant::now() + p.timeout,
         sent: 0,
         fast,
+        close_rx,
     };
     state.metrics.watch_started();
     tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
@@ -205,6 +210,8 @@ struct Watcher {
     deadline: Instant,
     sent: u64,
     fast: bool,
+    /// Close-all-watches notifications, subscribed when the request came.
+    close_rx: tokio::sync::watch::Receiver<u64>,
 }
 
 /// Why a watch stream ends.
@@ -345,10 +352,9 @@ impl Watcher {
     ) -> Result<(), End> {
         let mut seq_rx = self.rs.subscribe();
         let mut gone_rx = self.rs.subscribe_closed();
-        let mut close_rx = self.state.faults.subscribe_close();
+        let mut close_rx = self.close_rx.clone();
         let mut paused_rx = self.state.faults.subscribe_paused();
         let mut shutdown = self.state.shutdown.clone();
-        close_rx.borrow_and_update();
         self.send_initial(initial).await?;
         if end_bookmark {
             self.send(self.bookmark(initial_rv, true)).await?;
