@@ -154,11 +154,19 @@ pub async fn wait_watch_open(server: &TestServer) {
     .await;
 }
 
-/// Deltas popped by the consumer, by type.
+/// Deltas popped by the consumer, by type; and what handlers would have
+/// seen go back in time.
 #[derive(Default, Debug)]
 pub struct Popped {
     pub by_type: HashMap<DeltaType, u64>,
     pub tombstones: u64,
+    /// Per key, the newest resourceVersion popped (deletions not counted).
+    pub newest: HashMap<String, u64>,
+    /// `key: newer → older` for every popped object older than one popped
+    /// before it (an `on_update(new → old)`).
+    pub regressions: Vec<String>,
+    /// Keys popped as deleted, in order.
+    pub deleted: Vec<String>,
 }
 
 impl Popped {
@@ -327,10 +335,22 @@ async fn consume(
                     match delta {
                         Delta::Deleted(gone) => {
                             popped.tombstones += u64::from(gone.is_tombstone());
+                            popped.deleted.push(deltas.key().to_owned());
                             store.delete_by_key(deltas.key());
                         }
                         other => {
-                            store.update(other.object().clone()).unwrap();
+                            let obj = other.object();
+                            let rv: u64 = obj
+                                .resource_version()
+                                .and_then(|v| v.parse().ok())
+                                .unwrap_or(0);
+                            let key = deltas.key().to_owned();
+                            let before = popped.newest.get(&key).copied().unwrap_or(0);
+                            if rv < before {
+                                popped.regressions.push(format!("{key}: {before} → {rv}"));
+                            }
+                            popped.newest.insert(key, rv.max(before));
+                            store.update(obj.clone()).unwrap();
                         }
                     }
                 }
