@@ -84,11 +84,13 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 /// - **RF3** watches start from the last synced version with bookmarks and
 ///   a `timeoutSeconds` uniform in `[min_watch_timeout, 2 × min_watch_timeout)`;
 ///   bookmarks only advance [`last_sync_resource_version`](Self::last_sync_resource_version);
-/// - **RF4** a watch that ends normally is resumed from the last version
-///   without a relist; a 410 (HTTP, or an `ERROR` event) relists (at the
-///   last synced version first); connection errors, 429 (waiting at least
-///   `Retry-After`) and 5xx back off and watch again; other errors relist
-///   after a backoff;
+/// - **RF4** (client-go's `watch`) a watch that ends normally — or whose
+///   connection is reset or cut mid-stream — is resumed at once from the
+///   last version without a relist; 429 (waiting at least `Retry-After`)
+///   and a refused connection back off and watch again; everything else
+///   (410, 5xx including 504, other start failures, a watch that ends
+///   without any event in under a second) relists after a backoff, a 410
+///   at the last synced version first;
 /// - **RF5** backoff is exponential from 800 ms to 30 s with jitter, reset
 ///   after two healthy minutes ([`BackoffConfig`](crate::BackoffConfig));
 /// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the

@@ -154,6 +154,22 @@ pub async fn wait_watch_open(server: &TestServer) {
     .await;
 }
 
+/// Waits until the reflector's watch is open and has delivered an event (a
+/// bookmark past a version bump), so that ending it is not a "very short
+/// watch" (which relists, as in client-go).
+pub async fn wait_watch_delivered(server: &TestServer, h: &Harness) {
+    wait_watch_open(server).await;
+    let rv = bump_version(server);
+    let reflector = h.reflector.clone();
+    wait_for("an event on the watch", DEADLINE, move || {
+        reflector
+            .last_sync_resource_version()
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|v| v >= rv)
+    })
+    .await;
+}
+
 /// Deltas popped by the consumer, by type; and what handlers would have
 /// seen go back in time.
 #[derive(Default, Debug)]

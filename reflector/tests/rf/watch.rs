@@ -174,6 +174,7 @@ async fn rf4_a_410_error_event_relists_at_the_last_synced_version() {
     let h = Harness::for_url(server.url(), config());
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
     let synced = h.reflector.last_sync_resource_version().unwrap();
     // changes the watch never delivers, then the history is compacted away
     server.faults().pause_watches();
