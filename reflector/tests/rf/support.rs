@@ -515,6 +515,8 @@ pub enum Action {
     },
     /// Answer with this status and JSON body.
     Respond(u16, Value),
+    /// Answer 200 with this body as it is (`application/json`).
+    RespondRaw(String),
     /// Close the connection without an answer.
     Drop,
 }
@@ -620,6 +622,16 @@ async fn proxy_one(
                 .boxed_unsync();
             return Ok(http::Response::builder()
                 .status(code)
+                .header("content-type", "application/json")
+                .body(body)
+                .unwrap());
+        }
+        Action::RespondRaw(raw) => {
+            let body = Full::new(Bytes::from(raw))
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            return Ok(http::Response::builder()
+                .status(200)
                 .header("content-type", "application/json")
                 .body(body)
                 .unwrap());
