@@ -172,6 +172,14 @@ where
                 self.metrics.watch_event(WatchEventType::Error);
                 return Err(ReflectorError::WatchEvent(Box::new(status)));
             }
+            // client-go logs an event it does not understand and goes on
+            WatchEvent::Unknown {
+                event_type,
+                resource_version,
+            } => {
+                tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
+                resource_version
+            }
         };
         // an event without a version (no real server sends one) is applied
         // but does not move the version the next watch starts from

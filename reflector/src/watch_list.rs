@@ -154,6 +154,9 @@ where
                     self.metrics.watch_event(WatchEventType::Error);
                     return Err(ReflectorError::WatchEvent(Box::new(status)));
                 }
+                WatchEvent::Unknown { event_type, .. } => {
+                    tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
+                }
             }
         }
     }

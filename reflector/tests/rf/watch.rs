@@ -426,3 +426,44 @@ async fn rf4_a_body_ending_inside_its_last_frame_is_a_normal_close() {
     assert_eq!(param(&last.query, "resourceVersion"), Some(rv.to_string()));
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_event_type_is_skipped_and_its_version_kept() {
+    let server = server().await;
+    seed(&server, 3);
+    let proxy = Proxy::start(server.url()).await;
+    let h = Harness::for_url(&proxy.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    // the next watch gets an event of a type from the future, then a real
+    // change; then it ends
+    let rv = bump_version(&server);
+    let served = Arc::new(AtomicUsize::new(0));
+    proxy.set_rule({
+        let served = served.clone();
+        move |_, _, q| {
+            if param(q, "watch").is_some() && served.fetch_add(1, Ordering::SeqCst) == 0 {
+                Action::RespondRaw(format!(
+                    "{{\"type\":\"SNAPSHOT\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}}}\n"
+                ))
+            } else {
+                Action::Forward(q.to_owned())
+            }
+        }
+    });
+    let lists = requests(&server, Verb::List).len();
+    server.faults().close_all_watches();
+    wait_for("the watch after the odd one", DEADLINE, || {
+        served.load(Ordering::SeqCst) >= 2
+    })
+    .await;
+    update(&server, "cm-0", "after");
+    h.converge(&server).await;
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    assert_eq!(requests(&server, Verb::List).len(), lists, "no relist");
+    // its version was taken: the next watch starts from it
+    let last = requests(&server, Verb::Watch).pop().unwrap();
+    assert_eq!(param(&last.query, "resourceVersion"), Some(rv.to_string()));
+    h.stop().await;
+}
