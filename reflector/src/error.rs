@@ -32,8 +32,8 @@ pub enum ReflectorError {
         /// `apiVersion/kind` received.
         got: String,
     },
-    /// A list answer or initial-events bookmark carried no resourceVersion
-    /// to watch from.
+    /// An initial-events bookmark carried no resourceVersion to watch from
+    /// (a list answer without one is accepted: the watch starts from `""`).
     #[error("the {0} carried no resourceVersion")]
     MissingResourceVersion(&'static str),
     /// A watch ended without any event less than a second after it started

@@ -135,8 +135,12 @@ where
                 None => break page.resource_version,
             }
         };
-        let resource_version =
-            resource_version.ok_or(ReflectorError::MissingResourceVersion("list answer"))?;
+        // some aggregated servers send none: like client-go, store the list
+        // and watch from "" (the server's current state)
+        let resource_version = resource_version.unwrap_or_else(|| {
+            tracing::debug!(reflector = %self.config.name, "the list answer carried no resourceVersion");
+            String::new()
+        });
         replace.finish(resource_version.as_str())?;
         Ok(Listed {
             resource_version,
