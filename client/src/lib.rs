@@ -58,6 +58,7 @@
 //!         WatchEvent::Bookmark(b) => println!("at {}", b.resource_version()),
 //!         WatchEvent::Error(status) if status.is_expired() => break, // relist
 //!         WatchEvent::Error(status) => return Err(status.into()),
+//!         WatchEvent::Unknown { event_type, .. } => println!("skipped a {event_type} event"),
 //!     }
 //! }
 //! # Ok(())

@@ -173,12 +173,26 @@ impl<K: DeserializeOwned> Stream for WatchStream<K> {
             if self.done {
                 return Poll::Ready(None);
             }
-            let frame = if self.source_done {
-                self.decoder.finish()
-            } else {
-                self.decoder.next_frame()
+            let (frame, unterminated) = match self.decoder.next_frame() {
+                Ok(None) if self.source_done => (self.decoder.finish(), true),
+                other => (other, false),
             };
             match frame {
+                Ok(Some(frame)) if unterminated => match decode_event(&frame) {
+                    // the body ended cleanly inside the last frame: the
+                    // connection was closed mid-event, which is how a watch
+                    // ends when a server or proxy goes away (client-go reads
+                    // it as an unexpected EOF: a normal close)
+                    Err(Error::Decode { source, .. }) if source.is_eof() => {
+                        tracing::debug!(
+                            bytes = frame.len(),
+                            "watch body ended inside its last frame"
+                        );
+                        self.done = true;
+                        return Poll::Ready(None);
+                    }
+                    other => return self.last(other),
+                },
                 Ok(Some(frame)) => return self.last(decode_event(&frame)),
                 Err(e) => return self.last(Err(e)),
                 Ok(None) if self.source_done => {
@@ -242,6 +256,33 @@ mod tests {
         d.push(Bytes::from_static(b"x\ny"));
         assert_eq!(frames(&mut d), vec![Bytes::from_static(b"x")]);
         assert_eq!(d.finish().unwrap(), Some(Bytes::from_static(b"y")));
+    }
+
+    fn events_of(body: &[&'static str]) -> Vec<Result<WatchEvent<serde_json::Value>, Error>> {
+        let chunks: Vec<Result<Bytes, Error>> = body
+            .iter()
+            .map(|c| Ok(Bytes::from_static(c.as_bytes())))
+            .collect();
+        let stream = WatchStream::<serde_json::Value>::new(futures::stream::iter(chunks), 1 << 20);
+        futures::executor::block_on(futures::StreamExt::collect(stream))
+    }
+
+    #[test]
+    fn a_body_ending_inside_its_last_frame_is_a_normal_end() {
+        let bookmark = r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}"#;
+        let got = events_of(&[bookmark, "\n", r#"{"type":"MODIFIED","obj"#]);
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Ok(WatchEvent::Bookmark(b)) if b.resource_version() == "7"));
+        // complete but unterminated: still decoded
+        let got = events_of(&[bookmark]);
+        assert!(matches!(&got[..], [Ok(WatchEvent::Bookmark(_))]));
+        // garbage at the end is still an error
+        let got = events_of(&[bookmark, "\n", "not json"]);
+        assert_eq!(got.len(), 2);
+        assert!(matches!(got[1], Err(Error::Decode { .. })));
+        // a bad complete frame too
+        let got = events_of(&[r#"{"type":"MODIFIED","obj"#, "\n"]);
+        assert!(matches!(got[..], [Err(Error::Decode { .. })]));
     }
 
     #[test]

@@ -152,44 +152,53 @@ pub enum WatchEvent<K> {
     /// `Expired`/`Gone` means: relist). Check it with
     /// [`Status::is_expired`] or turn it into an [`Error`](crate::Error) with `.into()`.
     Error(Status),
+    /// An event type this client does not know (a newer server's): its
+    /// `object` is not decoded, only its `metadata.resourceVersion` is kept.
+    /// client-go logs such an event and goes on; so does the reflector.
+    Unknown {
+        /// The `type` as sent.
+        event_type: String,
+        /// The object's `metadata.resourceVersion`, if it had one.
+        resource_version: Option<String>,
+    },
 }
 
 impl<K> WatchEvent<K> {
     /// The wire name of the event type.
-    pub fn type_name(&self) -> &'static str {
-        EventType::of(self).as_str()
+    pub fn type_name(&self) -> &str {
+        match self {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            WatchEvent::Bookmark(_) => "BOOKMARK",
+            WatchEvent::Error(_) => "ERROR",
+            WatchEvent::Unknown { event_type, .. } => event_type,
+        }
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum EventType {
     Added,
     Modified,
     Deleted,
     Bookmark,
     Error,
+    Unknown(String),
 }
 
-impl EventType {
-    fn of<K>(event: &WatchEvent<K>) -> Self {
-        match event {
-            WatchEvent::Added(_) => Self::Added,
-            WatchEvent::Modified(_) => Self::Modified,
-            WatchEvent::Deleted(_) => Self::Deleted,
-            WatchEvent::Bookmark(_) => Self::Bookmark,
-            WatchEvent::Error(_) => Self::Error,
-        }
-    }
+/// Just enough of an unknown event's object to find its version.
+#[derive(Deserialize)]
+struct VersionOnly {
+    #[serde(default)]
+    metadata: Option<VersionOnlyMeta>,
+}
 
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Added => "ADDED",
-            Self::Modified => "MODIFIED",
-            Self::Deleted => "DELETED",
-            Self::Bookmark => "BOOKMARK",
-            Self::Error => "ERROR",
-        }
-    }
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionOnlyMeta {
+    #[serde(default)]
+    resource_version: Option<String>,
 }
 
 impl<'de> Deserialize<'de> for EventType {
@@ -207,11 +216,7 @@ impl<'de> Deserialize<'de> for EventType {
                     "DELETED" => EventType::Deleted,
                     "BOOKMARK" => EventType::Bookmark,
                     "ERROR" => EventType::Error,
-                    other => {
-                        return Err(E::custom(format_args!(
-                            "unknown watch event type {other:?}"
-                        )))
-                    }
+                    other => EventType::Unknown(other.to_owned()),
                 })
             }
         }
@@ -262,6 +267,12 @@ impl<'de, K: Deserialize<'de>> DeserializeSeed<'de> for ObjectSeed<K> {
             EventType::Deleted => WatchEvent::Deleted(K::deserialize(d)?),
             EventType::Bookmark => WatchEvent::Bookmark(Bookmark::deserialize(d)?),
             EventType::Error => WatchEvent::Error(Status::deserialize(d)?),
+            EventType::Unknown(event_type) => WatchEvent::Unknown {
+                event_type,
+                resource_version: VersionOnly::deserialize(d)?
+                    .metadata
+                    .and_then(|m| m.resource_version),
+            },
         })
     }
 }
@@ -297,7 +308,7 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for WatchEvent<K> {
                             if event.is_some() || raw.is_some() {
                                 return Err(de::Error::duplicate_field("object"));
                             }
-                            match event_type {
+                            match event_type.clone() {
                                 Some(t) => {
                                     event = Some(map.next_value_seed(ObjectSeed {
                                         event_type: t,
@@ -341,6 +352,12 @@ impl<K: Serialize> Serialize for WatchEvent<K> {
             }
             WatchEvent::Bookmark(b) => map.serialize_entry("object", b)?,
             WatchEvent::Error(s) => map.serialize_entry("object", &StatusWithKind(s))?,
+            WatchEvent::Unknown {
+                resource_version, ..
+            } => map.serialize_entry(
+                "object",
+                &serde_json::json!({"metadata": {"resourceVersion": resource_version}}),
+            )?,
         }
         map.end()
     }

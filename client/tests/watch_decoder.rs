@@ -133,9 +133,26 @@ fn a_corrupt_frame_ends_the_stream_after_one_error() {
 }
 
 #[test]
-fn unknown_event_types_and_wrong_shapes_are_errors() {
+fn unknown_event_types_keep_their_version_and_the_stream_goes_on() {
+    let mut body = b"{\"type\":\"SNAPSHOT\",\"object\":{\"metadata\":{\"resourceVersion\":\"12\"},\"x\":[1]}}\n{\"object\":{},\"type\":\"PING\"}\n".to_vec();
+    body.extend_from_slice(&body_of(&[event("ADDED", "c", 13, "x")]));
+    let items = decode(vec![Bytes::from(body)], 1 << 20);
+    assert_eq!(items.len(), 3);
+    assert!(matches!(
+        &items[0],
+        Ok(WatchEvent::Unknown { event_type, resource_version: Some(rv) }) if event_type == "SNAPSHOT" && rv == "12"
+    ));
+    assert!(matches!(
+        &items[1],
+        Ok(WatchEvent::Unknown { event_type, resource_version: None }) if event_type == "PING"
+    ));
+    assert!(matches!(&items[2], Ok(WatchEvent::Added(_))));
+}
+
+#[test]
+fn wrong_shapes_are_errors() {
     for bad in [
-        &b"{\"type\":\"SNAPSHOT\",\"object\":{}}\n"[..],
+        &b"{\"type\":\"SNAPSHOT\",\"object\":{\"metadata\":7}}\n"[..],
         b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":7}}}\n",
         b"[1,2,3]\n",
         b"null\n",

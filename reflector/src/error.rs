@@ -32,8 +32,8 @@ pub enum ReflectorError {
         /// `apiVersion/kind` received.
         got: String,
     },
-    /// A list answer or initial-events bookmark carried no resourceVersion
-    /// to watch from.
+    /// An initial-events bookmark carried no resourceVersion to watch from
+    /// (a list answer without one is accepted: the watch starts from `""`).
     #[error("the {0} carried no resourceVersion")]
     MissingResourceVersion(&'static str),
     /// A watch ended without any event less than a second after it started
@@ -114,19 +114,15 @@ impl ReflectorError {
     pub(crate) fn watch_recovery(&self) -> Recovery {
         match self {
             Self::WatchStart(e) | Self::Watch(e) => client_recovery(e),
-            Self::WatchEvent(status) => {
-                if status.is_expired() {
-                    Recovery::Relist
-                } else if status.is_too_many_requests() || status.is_server_error() {
-                    Recovery::Rewatch(status.retry_after())
-                } else {
-                    Recovery::Relist
-                }
+            // client-go: only 429 is worth the same watch again; an
+            // InternalError, a timeout, a failing conversion webhook... end
+            // the iteration and relist
+            Self::WatchEvent(status) if status.is_too_many_requests() && !status.is_expired() => {
+                Recovery::Rewatch(status.retry_after())
             }
             Self::UnexpectedObject { .. }
             | Self::Fifo(FifoError::Key(_))
             | Self::MissingResourceVersion(_) => Recovery::RewatchUnlessRepeated,
-            Self::ShortWatch(_) => Recovery::Rewatch(None),
             _ => Recovery::Relist,
         }
     }
@@ -135,7 +131,11 @@ impl ReflectorError {
 fn client_recovery(e: &ClientError) -> Recovery {
     if e.is_expired() {
         Recovery::Relist
-    } else if e.is_too_many_requests() || e.is_server_error() || e.is_transport() {
+    } else if e.is_too_many_requests() || matches!(e, ClientError::Connect { .. }) {
+        // client-go re-watches on 429 and on a refused connection (the
+        // server is likely restarting: the watch can resume where it was);
+        // 5xx (504 "too large resourceVersion" too), resets and the rest
+        // relist
         Recovery::Rewatch(e.retry_after())
     } else if matches!(
         e,
@@ -164,8 +164,29 @@ mod tests {
                 ReflectorError::WatchStart(api(429, Some(3))),
                 Recovery::Rewatch(Some(Duration::from_secs(3))),
             ),
+            (ReflectorError::WatchStart(api(503, None)), Recovery::Relist),
+            (ReflectorError::WatchStart(api(504, None)), Recovery::Relist),
             (
-                ReflectorError::WatchStart(api(503, None)),
+                ReflectorError::WatchStart(ClientError::Transport("reset".into())),
+                Recovery::Relist,
+            ),
+            (
+                ReflectorError::WatchStart(ClientError::Connect {
+                    server: "127.0.0.1:1".into(),
+                    source: "connection refused".into(),
+                }),
+                Recovery::Rewatch(None),
+            ),
+            (
+                ReflectorError::ShortWatch(Duration::from_millis(5)),
+                Recovery::Relist,
+            ),
+            (
+                ReflectorError::WatchEvent(Box::new(Status::failure(
+                    429,
+                    "TooManyRequests",
+                    "storage is (re)initializing",
+                ))),
                 Recovery::Rewatch(None),
             ),
             (ReflectorError::WatchStart(api(403, None)), Recovery::Relist),
@@ -175,7 +196,7 @@ mod tests {
             ),
             (
                 ReflectorError::WatchEvent(Box::new(Status::failure(500, "InternalError", "x"))),
-                Recovery::Rewatch(None),
+                Recovery::Relist,
             ),
             (
                 ReflectorError::Watch(ClientError::FrameTooLarge { limit: 1 }),

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use kcontrol_client::{ListParams, ListStream};
+use kcontrol_client::{ListParams, ListStream, ResourceVersionMatch};
 use kcontrol_deltafifo::ReplaceStream;
 use kcontrol_indexer::Object;
 use serde::de::DeserializeOwned;
@@ -36,12 +36,13 @@ where
         let relist = self.state.lock().synced_once;
         self.metrics.list_started(relist);
         let started = Instant::now();
-        let rv = self.relist_resource_version();
-        let listed = match self.list_at(&rv).await {
+        let (rv, rv_match) = self.list_target();
+        let listed = match self.list_at(&rv, rv_match).await {
             Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
                 self.report(&e);
                 self.state.lock().last_rv_unavailable = true;
-                self.list_at(&self.relist_resource_version()).await?
+                let (rv, rv_match) = self.list_target();
+                self.list_at(&rv, rv_match).await?
             }
             other => other?,
         };
@@ -49,6 +50,7 @@ where
             let mut state = self.state.lock();
             state.last_rv_unavailable = false;
             state.synced_once = true;
+            state.delivered_floor = None;
         }
         self.metrics.list_finished(listed.items, started.elapsed());
         tracing::debug!(
@@ -78,9 +80,14 @@ where
     }
 
     /// One list at `rv`, page by page, streamed into a replace.
-    async fn list_at(&self, rv: &str) -> Result<Listed, ReflectorError> {
+    async fn list_at(
+        &self,
+        rv: &str,
+        rv_match: Option<ResourceVersionMatch>,
+    ) -> Result<Listed, ReflectorError> {
         let mut params = ListParams {
             resource_version: Some(rv.to_owned()),
+            resource_version_match: rv_match,
             limit: self.page_limit(rv),
             ..ListParams::default()
         };
@@ -97,12 +104,15 @@ where
                 Ok(page) => page,
                 Err(e) if params.continue_token.is_some() && e.is_expired() && !fell_back => {
                     // RF2: the snapshot behind the token is gone; list it all
-                    // again in one go, deleting nothing for the partial pages
+                    // again in one go, deleting nothing for the partial pages,
+                    // and not older than what they delivered (RF1)
                     self.report(&e);
                     drop(replace);
                     replace = self.fifo.begin_replace()?;
+                    let (rv, rv_match) = self.list_target();
                     params = ListParams {
-                        resource_version: Some(rv.to_owned()),
+                        resource_version: Some(rv),
+                        resource_version_match: rv_match,
                         ..ListParams::default()
                     };
                     items = 0;
@@ -120,12 +130,17 @@ where
                     params.continue_token = Some(token);
                     // a continue token carries its snapshot's version
                     params.resource_version = None;
+                    params.resource_version_match = None;
                 }
                 None => break page.resource_version,
             }
         };
-        let resource_version =
-            resource_version.ok_or(ReflectorError::MissingResourceVersion("list answer"))?;
+        // some aggregated servers send none: like client-go, store the list
+        // and watch from "" (the server's current state)
+        let resource_version = resource_version.unwrap_or_else(|| {
+            tracing::debug!(reflector = %self.config.name, "the list answer carried no resourceVersion");
+            String::new()
+        });
         replace.finish(resource_version.as_str())?;
         Ok(Listed {
             resource_version,
@@ -141,8 +156,15 @@ where
         items: &mut u64,
     ) -> Result<Page, ReflectorError> {
         while let Some(obj) = stream.next().await {
-            let obj = self.prepare(obj.map_err(ReflectorError::List)?)?;
-            replace.add(obj)?;
+            let obj = obj.map_err(ReflectorError::List)?;
+            // the list's version once the server has sent it (kube-apiserver
+            // sends it before the items), else the item's
+            let delivered = stream
+                .resource_version()
+                .map(str::to_owned)
+                .or_else(|| obj.resource_version().map(str::to_owned));
+            replace.add(self.prepare(obj)?)?;
+            self.note_delivered(delivered.as_deref());
             *items += 1;
         }
         Ok(Page {

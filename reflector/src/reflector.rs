@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kcontrol_client::ResourceVersionMatch;
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::{ApiResource, DynamicObject, Object};
 use parking_lot::Mutex;
@@ -45,6 +46,28 @@ pub(crate) struct SyncState {
     pub(crate) watch_list_incomplete: u32,
     /// A list (or WatchList sync) has succeeded once.
     pub(crate) synced_once: bool,
+    /// The newest resourceVersion that lists or WatchLists since the last
+    /// successful sync have delivered into the FIFO (RF9 streams them):
+    /// after one fails, lists ask for data not older than it, so the FIFO
+    /// never goes back in time (RF1). Cleared when a sync succeeds.
+    pub(crate) delivered_floor: Option<String>,
+}
+
+/// Whether resourceVersion `a` is newer than `b`. Versions are opaque to
+/// clients, but every server in use sends decimal integers: compared by
+/// length, then bytes, which is their numeric order.
+pub(crate) fn is_newer(a: &str, b: &str) -> bool {
+    (a.len(), a) > (b.len(), b)
+}
+
+/// Keeps in `slot` the newer of its version and `rv`.
+pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
+    if rv.is_empty() {
+        return;
+    }
+    if slot.as_deref().is_none_or(|cur| is_newer(rv, cur)) {
+        *slot = Some(rv.to_owned());
+    }
 }
 
 /// Lists and watches one resource into a [`DeltaFifo`], with client-go's
@@ -61,11 +84,13 @@ pub(crate) struct SyncState {
 /// - **RF3** watches start from the last synced version with bookmarks and
 ///   a `timeoutSeconds` uniform in `[min_watch_timeout, 2 × min_watch_timeout)`;
 ///   bookmarks only advance [`last_sync_resource_version`](Self::last_sync_resource_version);
-/// - **RF4** a watch that ends normally is resumed from the last version
-///   without a relist; a 410 (HTTP, or an `ERROR` event) relists (at the
-///   last synced version first); connection errors, 429 (waiting at least
-///   `Retry-After`) and 5xx back off and watch again; other errors relist
-///   after a backoff;
+/// - **RF4** (client-go's `watch`) a watch that ends normally — or whose
+///   connection is reset or cut mid-stream — is resumed at once from the
+///   last version without a relist; 429 (waiting at least `Retry-After`)
+///   and a refused connection back off and watch again; everything else
+///   (410, 5xx including 504, other start failures, a watch that ends
+///   without any event in under a second) relists after a backoff, a 410
+///   at the last synced version first;
 /// - **RF5** backoff is exponential from 800 ms to 30 s with jitter, reset
 ///   after two healthy minutes ([`BackoffConfig`](crate::BackoffConfig));
 /// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the
@@ -262,14 +287,35 @@ where
         self.state.lock().last_sync_rv = Some(rv);
     }
 
-    /// The version a list asks for (RF1): `""` when the last one is
-    /// unavailable, `"0"` before the first sync, else the last synced one.
-    pub(crate) fn relist_resource_version(&self) -> String {
+    /// The version a list asks for and how it must match (RF1): `""` when
+    /// the last one is unavailable; after a failed list or WatchList that
+    /// delivered objects, the newest version delivered (or the last synced,
+    /// if newer) with `NotOlderThan`, so no replica older than what the
+    /// FIFO already holds can answer; else `"0"` before the first sync and
+    /// the last synced version after it.
+    pub(crate) fn list_target(&self) -> (String, Option<ResourceVersionMatch>) {
         let state = self.state.lock();
         if state.last_rv_unavailable {
-            return String::new();
+            return (String::new(), None);
         }
-        state.last_sync_rv.clone().unwrap_or_else(|| "0".to_owned())
+        if let Some(floor) = &state.delivered_floor {
+            let mut newest = Some(floor.clone());
+            if let Some(last) = &state.last_sync_rv {
+                keep_newest(&mut newest, last);
+            }
+            let rv = newest.unwrap_or_else(|| floor.clone());
+            return (rv, Some(ResourceVersionMatch::NotOlderThan));
+        }
+        let rv = state.last_sync_rv.clone().unwrap_or_else(|| "0".to_owned());
+        (rv, None)
+    }
+
+    /// Records that the list or WatchList under way has delivered objects up
+    /// to `newest` into the FIFO (cleared when it succeeds).
+    pub(crate) fn note_delivered(&self, newest: Option<&str>) {
+        if let Some(rv) = newest {
+            keep_newest(&mut self.state.lock().delivered_floor, rv);
+        }
     }
 
     /// The next backoff, at least `at_least`.
@@ -370,11 +416,35 @@ mod tests {
         let run = reflector.run(CancellationToken::new());
         assert_send(&run);
         assert_eq!(reflector.last_sync_resource_version(), None);
-        assert_eq!(reflector.relist_resource_version(), "0");
+        assert_eq!(reflector.list_target().0, "0");
         reflector.state.lock().last_sync_rv = Some("12".into());
-        assert_eq!(reflector.relist_resource_version(), "12");
+        assert_eq!(reflector.list_target().0, "12");
         reflector.state.lock().last_rv_unavailable = true;
-        assert_eq!(reflector.relist_resource_version(), "");
+        assert_eq!(reflector.list_target().0, "");
+        // after a failed list that delivered up to 30: not older than that
+        reflector.state.lock().last_rv_unavailable = false;
+        reflector.note_delivered(Some("30"));
+        reflector.note_delivered(Some("9"));
+        assert_eq!(
+            reflector.list_target(),
+            ("30".to_owned(), Some(ResourceVersionMatch::NotOlderThan))
+        );
+        reflector.state.lock().last_sync_rv = Some("100".into());
+        assert_eq!(reflector.list_target().0, "100");
+    }
+
+    #[test]
+    fn versions_compare_as_numbers() {
+        assert!(is_newer("10", "9"));
+        assert!(!is_newer("9", "10"));
+        assert!(!is_newer("7", "7"));
+        let mut slot = None;
+        keep_newest(&mut slot, "");
+        assert_eq!(slot, None);
+        keep_newest(&mut slot, "99");
+        keep_newest(&mut slot, "100");
+        keep_newest(&mut slot, "98");
+        assert_eq!(slot.as_deref(), Some("100"));
     }
 
     #[test]

@@ -119,6 +119,13 @@ where
         loop {
             let result = match stream.next().await {
                 None => return (events, Ok(())),
+                // a connection reset or cut mid-stream is how watches end
+                // when a server or proxy goes away: a normal close, as in
+                // client-go (watch again at once, from the last version)
+                Some(Err(e)) if e.is_transport() => {
+                    tracing::debug!(reflector = %self.config.name, error = %e, "watch connection closed");
+                    return (events, Ok(()));
+                }
                 Some(Err(e)) => Err(ReflectorError::Watch(e)),
                 Some(Ok(event)) => self.handle_event(event),
             };
@@ -164,6 +171,14 @@ where
             WatchEvent::Error(status) => {
                 self.metrics.watch_event(WatchEventType::Error);
                 return Err(ReflectorError::WatchEvent(Box::new(status)));
+            }
+            // client-go logs an event it does not understand and goes on
+            WatchEvent::Unknown {
+                event_type,
+                resource_version,
+            } => {
+                tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
+                resource_version
             }
         };
         // an event without a version (no real server sends one) is applied

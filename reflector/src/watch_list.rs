@@ -16,7 +16,7 @@ use crate::backoff::watch_timeout_seconds;
 use crate::error::ReflectorError;
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::WatchEventType;
-use crate::reflector::Reflector;
+use crate::reflector::{keep_newest, Reflector};
 
 /// Clean ends before the initial-events bookmark, in a row, after which the
 /// server is taken not to support WatchList.
@@ -57,10 +57,15 @@ where
     async fn watch_list_once(&self) -> Result<WatchEventStream<K>, ReflectorError> {
         let (rv, relist) = {
             let state = self.state.lock();
+            // never older than what a failed attempt already delivered (RF1)
+            let mut newest = state.delivered_floor.clone();
+            if let Some(last) = &state.last_sync_rv {
+                keep_newest(&mut newest, last);
+            }
             let rv = if state.last_rv_unavailable {
                 String::new()
             } else {
-                state.last_sync_rv.clone().unwrap_or_default()
+                newest.unwrap_or_default()
             };
             (rv, state.synced_once)
         };
@@ -102,7 +107,9 @@ where
             match event {
                 WatchEvent::Added(obj) => {
                     self.metrics.watch_event(WatchEventType::Added);
+                    let delivered = obj.resource_version().map(str::to_owned);
                     replace.add(self.prepare(obj)?)?;
+                    self.note_delivered(delivered.as_deref());
                     items += 1;
                 }
                 WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
@@ -126,6 +133,7 @@ where
                         state.last_rv_unavailable = false;
                         state.synced_once = true;
                         state.watch_list_incomplete = 0;
+                        state.delivered_floor = None;
                     }
                     self.metrics.list_finished(items, started.elapsed());
                     tracing::debug!(reflector = %self.config.name, resource_version = %rv, items, "watch-list synced");
@@ -145,6 +153,9 @@ where
                 WatchEvent::Error(status) => {
                     self.metrics.watch_event(WatchEventType::Error);
                     return Err(ReflectorError::WatchEvent(Box::new(status)));
+                }
+                WatchEvent::Unknown { event_type, .. } => {
+                    tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
                 }
             }
         }

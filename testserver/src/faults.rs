@@ -1,7 +1,7 @@
 //! Fault injection: what a test can make the server do to its clients —
 //! drop watches, expire lists and watches, compact history, fail requests
 //! with 429 / 500 / 503, add latency, corrupt a watch frame, pause watch
-//! delivery. Shared by the library handle and the admin HTTP endpoint.
+//! delivery, serve from a lagging replica. Shared by the library handle and the admin HTTP endpoint.
 
 use crate::http::request::Verb;
 use crate::rest::Core;
@@ -63,6 +63,14 @@ impl FaultScope {
     }
 }
 
+/// A replica whose watch cache is behind: it serves what a watch cache
+/// serves as of `rv`.
+#[derive(Clone, Copy, Debug)]
+struct Lagging {
+    remaining: u64,
+    rv: u64,
+}
+
 #[derive(Debug)]
 struct InjectedFailures {
     failure: Failure,
@@ -86,6 +94,7 @@ pub(crate) struct FaultState {
     core: Arc<Core>,
     latency_ms: AtomicU64,
     failures: Mutex<Vec<InjectedFailures>>,
+    lagging: Mutex<Option<Lagging>>,
     expire_lists: AtomicU64,
     expire_watches: AtomicU64,
     close_after: AtomicU64,
@@ -108,6 +117,7 @@ impl Faults {
                 core,
                 latency_ms: AtomicU64::new(0),
                 failures: Mutex::new(Vec::new()),
+                lagging: Mutex::new(None),
                 expire_lists: AtomicU64::new(0),
                 expire_watches: AtomicU64::new(0),
                 close_after: AtomicU64::new(0),
@@ -165,6 +175,29 @@ impl Faults {
         }
     }
 
+    /// The next `requests` lists and watches that a watch cache serves are
+    /// answered by a replica whose cache lags at `rv` (several API servers
+    /// behind a load balancer):
+    ///
+    /// - a list at `"0"` returns the state at `rv`, with `rv` as its
+    ///   resourceVersion;
+    /// - a list at a version `n` (`NotOlderThan`, or unset without `limit`)
+    ///   returns the state at `rv` when `n <= rv`, else 504 "Too large
+    ///   resource version" (the replica does not catch up);
+    /// - a watch from a version `n <= rv` sends the events up to `rv` and
+    ///   ends; from `n > rv` it answers 504 "Too large resource version".
+    ///
+    /// Consistent reads (`resourceVersion=""`), exact and continued lists and
+    /// WatchList requests are served fresh and do not count. A state at `rv`
+    /// older than the retained history is served fresh. Replaces an earlier
+    /// setting.
+    pub fn serve_from_lagging_replica(&self, requests: u64, rv: u64) {
+        *self.inner.lagging.lock() = (requests > 0).then_some(Lagging {
+            remaining: requests,
+            rv,
+        });
+    }
+
     /// Every API request waits this long before it is served.
     pub fn set_latency(&self, latency: Duration) {
         let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
@@ -199,6 +232,7 @@ impl Faults {
         let s = &self.inner;
         s.latency_ms.store(0, Ordering::SeqCst);
         s.failures.lock().clear();
+        *s.lagging.lock() = None;
         s.expire_lists.store(0, Ordering::SeqCst);
         s.expire_watches.store(0, Ordering::SeqCst);
         s.close_after.store(0, Ordering::SeqCst);
@@ -228,6 +262,18 @@ impl Faults {
             list.remove(idx);
         }
         Some(failure)
+    }
+
+    /// The lagging replica's version, if it serves this request.
+    pub(crate) fn take_lagging(&self) -> Option<u64> {
+        let mut lagging = self.inner.lagging.lock();
+        let l = lagging.as_mut()?;
+        l.remaining -= 1;
+        let rv = l.rv;
+        if l.remaining == 0 {
+            *lagging = None;
+        }
+        Some(rv)
     }
 
     pub(crate) fn take_list_expiry(&self) -> bool {

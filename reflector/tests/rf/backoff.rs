@@ -1,15 +1,21 @@
-//! RF4 and RF5 over HTTP: 429 waits at least Retry-After, 5xx and
-//! connection errors back off with growing waits and watch again without a
-//! relist; lists that fail back off too. Timings are only asserted as lower
+//! RF4 and RF5 over HTTP, with client-go's semantics: 429 waits at least
+//! Retry-After and a refused connection backs off, both watching again
+//! without a relist; 5xx, dropped connections and very short watches relist
+//! after growing waits; lists that fail back off too. Timings are only asserted as lower
 //! bounds (a wait the reflector must have made), never as speed.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kcontrol_client::Api;
-use kcontrol_reflector::{BackoffConfig, ReflectorConfig};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kcontrol_client::{Api, Error as ClientError, ListParams, ListStream, ObjectList, WatchParams};
+use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_indexer::ApiResource;
+use kcontrol_reflector::{BackoffConfig, ListerWatcher, ReflectorConfig, WatchEventStream};
 use kcontrol_testserver::{Failure, FaultScope, TestServer, Verb};
+use serde_json::json;
 
 use crate::support::*;
 
@@ -53,6 +59,7 @@ async fn rf4_a_429_waits_at_least_retry_after_before_watching_again() {
     );
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
     server.faults().fail_next_matching(
         1,
         Failure::TooManyRequests {
@@ -83,7 +90,7 @@ async fn rf4_a_429_waits_at_least_retry_after_before_watching_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rf5_5xx_answers_back_off_with_growing_waits_and_watch_again() {
+async fn rf4_5xx_answers_to_watches_relist_with_growing_waits() {
     let server = server().await;
     seed(&server, 3);
     let (lw, calls) = recording(&server);
@@ -97,6 +104,10 @@ async fn rf5_5xx_answers_back_off_with_growing_waits_and_watch_again() {
     let h = Harness::start(Arc::new(lw), ReflectorConfig::default().backoff(backoff));
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    // a conversion webhook failing every watch: each 500 ends the
+    // iteration (client-go), so the reflector relists, and it does not
+    // spin: the waits between attempts grow
     server
         .faults()
         .fail_next_matching(4, Failure::InternalError, watch_scope());
@@ -107,8 +118,6 @@ async fn rf5_5xx_answers_back_off_with_growing_waits_and_watch_again() {
     assert!(failed
         .iter()
         .all(|w| w.outcome.as_ref().unwrap_err().contains("500")));
-    // each wait is at least the backoff, which doubles: after three
-    // doublings the wait is at least 8 × initial (whatever step it began at)
     let gaps: Vec<Duration> = failed
         .windows(2)
         .map(|w| w[1].at.duration_since(w[0].at))
@@ -119,16 +128,14 @@ async fn rf5_5xx_answers_back_off_with_growing_waits_and_watch_again() {
         last >= initial * 8,
         "waits did not grow: {gaps:?} then {last:?}"
     );
-    assert_eq!(
-        requests(&server, Verb::List).len(),
-        1,
-        "5xx re-watch, no relist"
-    );
+    assert_eq!(requests(&server, Verb::List).len(), 5, "each 5xx relists");
+    update(&server, "cm-0", "later");
+    h.converge(&server).await;
     h.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rf4_connection_errors_back_off_and_watch_again_without_a_relist() {
+async fn rf4_5xx_error_events_and_very_short_watches_relist() {
     let server = server().await;
     seed(&server, 3);
     let proxy = Proxy::start(server.url()).await;
@@ -138,6 +145,143 @@ async fn rf4_connection_errors_back_off_and_watch_again_without_a_relist() {
     );
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    // one watch ends at once with a 500 ERROR event, the next one's
+    // connection closes at once without any event
+    let n = Arc::new(AtomicUsize::new(0));
+    proxy.set_rule({
+        let n = n.clone();
+        move |_, _, q| {
+            if param(q, "watch").is_none() {
+                return Action::Forward(q.to_owned());
+            }
+            match n.fetch_add(1, Ordering::SeqCst) {
+                0 => Action::Respond(200, json!({"type": "ERROR", "object": status(500, "InternalError", "conversion webhook failed")})),
+                // cut before any byte: the connection closes at once
+                1 => Action::ForwardThen {
+                    query: q.to_owned(),
+                    after_bytes: 0,
+                    then: Then::Cut,
+                },
+                _ => Action::Forward(q.to_owned()),
+            }
+        }
+    });
+    server.faults().close_all_watches();
+    wait_for("two relists", DEADLINE, || {
+        requests(&server, Verb::List).len() >= 3
+    })
+    .await;
+    update(&server, "cm-0", "later");
+    h.converge(&server).await;
+    h.stop().await;
+}
+
+/// Lists through `api`; its first `refused` watches go to a port nobody
+/// listens on (a refused TCP connection, as while an API server restarts).
+struct RefusingLw {
+    api: Api<ConfigMap>,
+    dead: Api<ConfigMap>,
+    refused: AtomicUsize,
+    watches: AtomicUsize,
+}
+
+impl ListerWatcher<ConfigMap> for RefusingLw {
+    fn list<'a>(
+        &'a self,
+        params: &'a ListParams,
+    ) -> BoxFuture<'a, Result<ObjectList<ConfigMap>, ClientError>> {
+        self.api.list(params).boxed()
+    }
+
+    fn list_stream<'a>(
+        &'a self,
+        params: &'a ListParams,
+    ) -> BoxFuture<'a, Result<ListStream<ConfigMap>, ClientError>> {
+        self.api.list_stream(params).boxed()
+    }
+
+    fn watch<'a>(
+        &'a self,
+        params: &'a WatchParams,
+        resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<WatchEventStream<ConfigMap>, ClientError>> {
+        async move {
+            let n = self.watches.fetch_add(1, Ordering::SeqCst);
+            let api = if n >= 1 && n <= self.refused.load(Ordering::SeqCst) {
+                &self.dead
+            } else {
+                &self.api
+            };
+            api.watch(params, resource_version)
+                .await
+                .map(StreamExt::boxed)
+        }
+        .boxed()
+    }
+
+    fn api_resource(&self) -> Option<ApiResource> {
+        Some(self.api.resource().clone())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_refused_connections_back_off_and_watch_again_without_a_relist() {
+    let server = server().await;
+    seed(&server, 3);
+    let dead_port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let lw = Arc::new(RefusingLw {
+        api: Api::namespaced(client_for(server.url()), NS),
+        dead: Api::namespaced(client_for(&format!("http://127.0.0.1:{dead_port}")), NS),
+        refused: AtomicUsize::new(3),
+        watches: AtomicUsize::new(0),
+    });
+    let h = Harness::start(
+        lw.clone(),
+        ReflectorConfig::default().backoff(fast_backoff()),
+    );
+    h.synced().await;
+    h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    server.faults().close_all_watches();
+    wait_for("three refused watches and a good one", DEADLINE, || {
+        lw.watches.load(Ordering::SeqCst) >= 5
+    })
+    .await;
+    update(&server, "cm-1", "after-refusals");
+    h.converge(&server).await;
+    let refused = h
+        .errors()
+        .iter()
+        .filter(|e| e.contains("watch failed to start") && e.contains("cannot connect"))
+        .count();
+    assert_eq!(refused, 3, "{:?}", h.errors());
+    assert_eq!(requests(&server, Verb::List).len(), 1, "no relist");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_watches_dropped_before_an_answer_relist_after_a_backoff() {
+    let server = server().await;
+    seed(&server, 3);
+    let proxy = Proxy::start(server.url()).await;
+    // requests are slow to be served, so the first watch is still on its
+    // way when the store has converged
+    server.faults().set_latency(Duration::from_millis(300));
+    let h = Harness::for_url(
+        &proxy.url(),
+        ReflectorConfig::default().backoff(fast_backoff()),
+    );
+    h.synced().await;
+    h.converge(&server).await;
+    server.faults().set_latency(Duration::ZERO);
+    // the watch must have reached the server before the rule and the close:
+    // one still in flight (here held up by the latency) would get past both
+    // and stay open for minutes
+    wait_watch_delivered(&server, &h).await;
     let dropped = Arc::new(AtomicUsize::new(0));
     proxy.set_rule({
         let dropped = dropped.clone();
@@ -162,7 +306,8 @@ async fn rf4_connection_errors_back_off_and_watch_again_without_a_relist() {
         .filter(|e| e.contains("watch failed to start") && e.contains("transport"))
         .count();
     assert_eq!(transport, 3, "{:?}", h.errors());
-    assert_eq!(requests(&server, Verb::List).len(), 1, "no relist");
+    // client-go: only a refused connection (or 429) watches again
+    assert_eq!(requests(&server, Verb::List).len(), 4, "a relist per drop");
     h.stop().await;
 }
 

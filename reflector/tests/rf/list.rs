@@ -295,3 +295,45 @@ async fn rf9_a_relist_broken_off_mid_body_deletes_nothing() {
 fn calls_of(calls: &Arc<std::sync::Mutex<Vec<Call>>>, watch: bool) -> Vec<Call> {
     crate::support::calls(calls, watch)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_without_a_resource_version_syncs_and_watches_from_empty() {
+    let server = server().await;
+    seed(&server, 4);
+    let proxy = Proxy::start(server.url()).await;
+    // an aggregated server that sends lists without metadata.resourceVersion
+    let objects = server.objects();
+    proxy.set_rule(move |_, _, q| {
+        if param(q, "watch").is_some() {
+            return Action::Forward(q.to_owned());
+        }
+        let items: Vec<serde_json::Value> = objects
+            .list("configmaps", Some(NS))
+            .unwrap()
+            .items
+            .iter()
+            .map(|o| o.value().clone())
+            .collect();
+        Action::Respond(
+            200,
+            serde_json::json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}, "items": items}),
+        )
+    });
+    let h = Harness::for_url(&proxy.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    assert_eq!(
+        h.reflector.last_sync_resource_version().as_deref(),
+        Some("")
+    );
+    let watches = requests(&server, Verb::Watch);
+    assert_eq!(
+        param(&watches[0].query, "resourceVersion").unwrap_or_default(),
+        "",
+        "watched from the current state"
+    );
+    update(&server, "cm-2", "later");
+    h.converge(&server).await;
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    h.stop().await;
+}

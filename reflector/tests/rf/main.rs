@@ -4,6 +4,7 @@
 //! ThreadSafeStore.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod back_in_time;
 mod backoff;
 mod convergence;
 mod lifecycle;

@@ -144,11 +144,45 @@ pub async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> boo
     }
 }
 
-/// Deltas popped by the consumer, by type.
+/// Waits until the server has at least one watch open (a watch counts as
+/// open once `close_all_watches` would end it): a converged store does not
+/// mean the reflector's next watch has reached the server yet.
+pub async fn wait_watch_open(server: &TestServer) {
+    wait_for("an open watch", DEADLINE, || {
+        server.counters().active_watches >= 1
+    })
+    .await;
+}
+
+/// Waits until the reflector's watch is open and has delivered an event (a
+/// bookmark past a version bump), so that ending it is not a "very short
+/// watch" (which relists, as in client-go).
+pub async fn wait_watch_delivered(server: &TestServer, h: &Harness) {
+    wait_watch_open(server).await;
+    let rv = bump_version(server);
+    let reflector = h.reflector.clone();
+    wait_for("an event on the watch", DEADLINE, move || {
+        reflector
+            .last_sync_resource_version()
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|v| v >= rv)
+    })
+    .await;
+}
+
+/// Deltas popped by the consumer, by type; and what handlers would have
+/// seen go back in time.
 #[derive(Default, Debug)]
 pub struct Popped {
     pub by_type: HashMap<DeltaType, u64>,
     pub tombstones: u64,
+    /// Per key, the newest resourceVersion popped (deletions not counted).
+    pub newest: HashMap<String, u64>,
+    /// `key: newer → older` for every popped object older than one popped
+    /// before it (an `on_update(new → old)`).
+    pub regressions: Vec<String>,
+    /// Keys popped as deleted, in order.
+    pub deleted: Vec<String>,
 }
 
 impl Popped {
@@ -317,10 +351,22 @@ async fn consume(
                     match delta {
                         Delta::Deleted(gone) => {
                             popped.tombstones += u64::from(gone.is_tombstone());
+                            popped.deleted.push(deltas.key().to_owned());
                             store.delete_by_key(deltas.key());
                         }
                         other => {
-                            store.update(other.object().clone()).unwrap();
+                            let obj = other.object();
+                            let rv: u64 = obj
+                                .resource_version()
+                                .and_then(|v| v.parse().ok())
+                                .unwrap_or(0);
+                            let key = deltas.key().to_owned();
+                            let before = popped.newest.get(&key).copied().unwrap_or(0);
+                            if rv < before {
+                                popped.regressions.push(format!("{key}: {before} → {rv}"));
+                            }
+                            popped.newest.insert(key, rv.max(before));
+                            store.update(obj.clone()).unwrap();
                         }
                     }
                 }
@@ -469,6 +515,8 @@ pub enum Action {
     },
     /// Answer with this status and JSON body.
     Respond(u16, Value),
+    /// Answer 200 with this body as it is (`application/json`).
+    RespondRaw(String),
     /// Close the connection without an answer.
     Drop,
 }
@@ -574,6 +622,16 @@ async fn proxy_one(
                 .boxed_unsync();
             return Ok(http::Response::builder()
                 .status(code)
+                .header("content-type", "application/json")
+                .body(body)
+                .unwrap());
+        }
+        Action::RespondRaw(raw) => {
+            let body = Full::new(Bytes::from(raw))
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            return Ok(http::Response::builder()
+                .status(200)
                 .header("content-type", "application/json")
                 .body(body)
                 .unwrap());

@@ -174,6 +174,7 @@ async fn rf4_a_410_error_event_relists_at_the_last_synced_version() {
     let h = Harness::for_url(server.url(), config());
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
     let synced = h.reflector.last_sync_resource_version().unwrap();
     // changes the watch never delivers, then the history is compacted away
     server.faults().pause_watches();
@@ -383,4 +384,86 @@ async fn rf7_dynamic_objects_of_another_kind_are_rejected() {
     fifo.close();
     bounded("consumer ends", consumer).await.unwrap();
     assert!(!seen.lock().unwrap().iter().any(|(k, _)| k.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_a_body_ending_inside_its_last_frame_is_a_normal_close() {
+    let server = server().await;
+    seed(&server, 3);
+    let proxy = Proxy::start(server.url()).await;
+    let h = Harness::for_url(&proxy.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    // the next watch gets a bookmark, then the body ends cleanly in the
+    // middle of a frame (a server or proxy went away)
+    let rv = bump_version(&server);
+    let served = Arc::new(AtomicUsize::new(0));
+    proxy.set_rule({
+        let served = served.clone();
+        move |_, _, q| {
+            if param(q, "watch").is_some() && served.fetch_add(1, Ordering::SeqCst) == 0 {
+                Action::RespondRaw(format!(
+                    "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}}}\n{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"Conf"
+                ))
+            } else {
+                Action::Forward(q.to_owned())
+            }
+        }
+    });
+    let lists = requests(&server, Verb::List).len();
+    server.faults().close_all_watches();
+    wait_for("the watch after the truncated one", DEADLINE, || {
+        served.load(Ordering::SeqCst) >= 2
+    })
+    .await;
+    update(&server, "cm-0", "after");
+    h.converge(&server).await;
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    assert_eq!(requests(&server, Verb::List).len(), lists, "no relist");
+    // watched again from the bookmark's version
+    let last = requests(&server, Verb::Watch).pop().unwrap();
+    assert_eq!(param(&last.query, "resourceVersion"), Some(rv.to_string()));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_event_type_is_skipped_and_its_version_kept() {
+    let server = server().await;
+    seed(&server, 3);
+    let proxy = Proxy::start(server.url()).await;
+    let h = Harness::for_url(&proxy.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    // the next watch gets an event of a type from the future, then a real
+    // change; then it ends
+    let rv = bump_version(&server);
+    let served = Arc::new(AtomicUsize::new(0));
+    proxy.set_rule({
+        let served = served.clone();
+        move |_, _, q| {
+            if param(q, "watch").is_some() && served.fetch_add(1, Ordering::SeqCst) == 0 {
+                Action::RespondRaw(format!(
+                    "{{\"type\":\"SNAPSHOT\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}}}\n"
+                ))
+            } else {
+                Action::Forward(q.to_owned())
+            }
+        }
+    });
+    let lists = requests(&server, Verb::List).len();
+    server.faults().close_all_watches();
+    wait_for("the watch after the odd one", DEADLINE, || {
+        served.load(Ordering::SeqCst) >= 2
+    })
+    .await;
+    update(&server, "cm-0", "after");
+    h.converge(&server).await;
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    assert_eq!(requests(&server, Verb::List).len(), lists, "no relist");
+    // its version was taken: the next watch starts from it
+    let last = requests(&server, Verb::Watch).pop().unwrap();
+    assert_eq!(param(&last.query, "resourceVersion"), Some(rv.to_string()));
+    h.stop().await;
 }

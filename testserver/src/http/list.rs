@@ -144,7 +144,27 @@ pub(crate) async fn list(
         .filter(|_| info.namespaced)
         .map(|n| format!("{n}/"))
         .unwrap_or_default();
-    let (at_rv, start, limit) = if cont.is_empty() {
+    // what a watch cache serves may come from a lagging replica
+    let cached = cont.is_empty()
+        && match rv {
+            Rv::Unset => false,
+            Rv::Any => true,
+            Rv::At(_) => rv_match == "NotOlderThan" || (rv_match.is_empty() && limit.is_none()),
+        };
+    let lagging = if cached {
+        state.faults.take_lagging()
+    } else {
+        None
+    };
+    let (at_rv, start, limit) = if let Some(replica_rv) = lagging {
+        let replica_rv = replica_rv.min(state.core.store.current_rv());
+        if let Rv::At(n) = rv {
+            if n > replica_rv {
+                return Err(StatusError::too_large_resource_version(n, replica_rv));
+            }
+        }
+        (Some(replica_rv), None, None)
+    } else if cont.is_empty() {
         match rv {
             Rv::Unset => (None, None, limit),
             Rv::Any => (None, None, None),
@@ -169,7 +189,18 @@ pub(crate) async fn list(
         filter: &filter_fn,
         count_remaining: filter.is_empty(),
     };
-    let page = rs.list_page(&state.core.store, &query).map_err(|_| {
+    let page = match rs.list_page(&state.core.store, &query) {
+        // a lagging replica's state older than the history: serve it fresh
+        Err(_) if lagging.is_some() => rs.list_page(
+            &state.core.store,
+            &ListQuery {
+                at_rv: None,
+                ..query
+            },
+        ),
+        other => other,
+    };
+    let page = page.map_err(|_| {
         if cont.is_empty() {
             StatusError::list_too_old()
         } else {

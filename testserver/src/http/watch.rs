@@ -147,6 +147,16 @@ pub(crate) async fn watch(
             state.core.store.current_rv(),
         ));
     }
+    // a watch from a version may be served by a lagging replica's cache
+    let lagging = match (p.send_initial, p.rv) {
+        (None | Some(false), Rv::At(_)) => state.faults.take_lagging(),
+        _ => None,
+    };
+    if let (Some(replica_rv), Rv::At(n)) = (lagging, p.rv) {
+        if n > replica_rv {
+            return Err(StatusError::too_large_resource_version(n, replica_rv));
+        }
+    }
     if let Rv::At(n) = p.rv {
         wait_for_rv(state, n).await?;
     }
@@ -167,6 +177,10 @@ pub(crate) async fn watch(
     let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
     let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
     let fast = output == Output::Json && info.is_storage_version() && filter.is_empty();
+    // subscribed before the watch counts as open: a close_all_watches from
+    // then on ends it, even before its task first runs
+    let mut close_rx = state.faults.subscribe_close();
+    close_rx.borrow_and_update();
     let watcher = Watcher {
         state: state.clone(),
         info: info.clone(),
@@ -177,10 +191,12 @@ pub(crate) async fn watch(
         tx,
         next_seq: start_seq,
         last_rv: initial_rv,
-        bookmarks: p.bookmarks,
+        bookmarks: p.bookmarks && lagging.is_none(),
         deadline: Instant::now() + p.timeout,
         sent: 0,
         fast,
+        close_rx,
+        stale_until: lagging,
     };
     state.metrics.watch_started();
     tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
@@ -205,6 +221,11 @@ struct Watcher {
     deadline: Instant,
     sent: u64,
     fast: bool,
+    /// Close-all-watches notifications, subscribed when the request came.
+    close_rx: tokio::sync::watch::Receiver<u64>,
+    /// Served by a lagging replica at this version: the watch ends once it
+    /// has sent the events up to it.
+    stale_until: Option<u64>,
 }
 
 /// Why a watch stream ends.
@@ -345,10 +366,9 @@ impl Watcher {
     ) -> Result<(), End> {
         let mut seq_rx = self.rs.subscribe();
         let mut gone_rx = self.rs.subscribe_closed();
-        let mut close_rx = self.state.faults.subscribe_close();
+        let mut close_rx = self.close_rx.clone();
         let mut paused_rx = self.state.faults.subscribe_paused();
         let mut shutdown = self.state.shutdown.clone();
-        close_rx.borrow_and_update();
         self.send_initial(initial).await?;
         if end_bookmark {
             self.send(self.bookmark(initial_rv, true)).await?;
@@ -364,10 +384,19 @@ impl Watcher {
                     .rs
                     .events_from(self.next_seq, BATCH_EVENTS)
                     .map_err(|_| End::Closed)?;
+                if let Some(limit) = self.stale_until {
+                    // the replica has nothing newer: it ends the watch
+                    if events.first().is_none_or(|ev| ev.rv > limit) {
+                        return Ok(());
+                    }
+                }
                 if !events.is_empty() {
                     let mut buf = BytesMut::new();
                     let mut keep_going = true;
                     for ev in &events {
+                        if self.stale_until.is_some_and(|limit| ev.rv > limit) {
+                            break;
+                        }
                         self.next_seq = ev.seq + 1;
                         self.last_rv = ev.rv;
                         if let Some(f) = self.convert(ev) {
