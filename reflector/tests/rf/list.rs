@@ -322,10 +322,8 @@ async fn a_list_without_a_resource_version_syncs_and_watches_from_empty() {
     let h = Harness::for_url(&proxy.url(), config());
     h.synced().await;
     h.converge(&server).await;
-    assert_eq!(
-        h.reflector.last_sync_resource_version().as_deref(),
-        Some("")
-    );
+    // (the last synced version is "" only until the watch from "" delivers
+    // its first event, so it is not checked here: the watch request is)
     let watches = requests(&server, Verb::Watch);
     assert_eq!(
         param(&watches[0].query, "resourceVersion").unwrap_or_default(),
