@@ -68,7 +68,7 @@ mod tls;
 pub use faults::{Failure, FaultScope, Faults};
 pub use http::request::Verb;
 pub use metrics::{Counters, RequestRecord};
-pub use objects::{ObjectList, Objects};
+pub use objects::{ObjectList, Objects, TypedError};
 pub use resource::{Behavior, PrinterColumn, ResourceInfo};
 pub use server::{BlockingTestServer, TestServer, TestServerBuilder};
 pub use status::{FieldError, FieldErrorKind, GroupResource, StatusError};

@@ -6,6 +6,9 @@ use crate::resource::ResourceInfo;
 use crate::rest::{Core, DeleteOptions, DeleteOutcome, Subresource, WriteOptions};
 use crate::status::StatusError;
 use crate::store::StoredObject;
+use kcontrol_indexer::Resource;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -16,6 +19,43 @@ pub struct ObjectList {
     pub resource_version: u64,
     /// The objects, ordered by namespace and name.
     pub items: Vec<Arc<StoredObject>>,
+}
+
+/// Why a typed [`Objects`] call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TypedError {
+    /// The server refused the request (as a `Status` it would answer).
+    #[error(transparent)]
+    Status(#[from] StatusError),
+    /// The object did not encode, or the stored one did not decode, as the
+    /// Rust type asked for.
+    #[error("{what} as {type_name}: {source}")]
+    Serde {
+        /// What was being done.
+        what: &'static str,
+        /// The Rust type.
+        type_name: &'static str,
+        /// What serde said.
+        source: serde_json::Error,
+    },
+}
+
+/// `plural` or `plural.group`, as [`Objects`] names resources.
+fn resource_name<K: Resource>() -> String {
+    let r = K::api_resource();
+    if r.group.is_empty() {
+        r.plural.into_owned()
+    } else {
+        format!("{}.{}", r.plural, r.group)
+    }
+}
+
+fn decode<K: DeserializeOwned>(stored: &StoredObject) -> Result<K, TypedError> {
+    K::deserialize(stored.value()).map_err(|source| TypedError::Serde {
+        what: "decoding the stored object",
+        type_name: std::any::type_name::<K>(),
+        source,
+    })
 }
 
 /// Handle to the stored objects (cheap to clone).
@@ -151,6 +191,55 @@ impl Objects {
         {
             DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o) => Ok(o),
         }
+    }
+
+    /// One object, decoded as `K` (a `k8s-openapi` type or a custom
+    /// resource struct): `get_as::<Secret>("default", "s")` gives the
+    /// Secret with its data decoded from base64. `None` when absent.
+    pub fn get_as<K: Resource + DeserializeOwned>(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<K>, TypedError> {
+        self.get(&resource_name::<K>(), namespace, name)
+            .map(|stored| decode(&stored))
+            .transpose()
+    }
+
+    /// Every object of `K` (in one namespace, or all), decoded.
+    pub fn list_as<K: Resource + DeserializeOwned>(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<Vec<K>, TypedError> {
+        self.list(&resource_name::<K>(), namespace)?
+            .items
+            .iter()
+            .map(|stored| decode(stored))
+            .collect()
+    }
+
+    /// Creates a typed object as a POST would (seeding a test), and
+    /// returns it as stored (uid, resourceVersion, defaults filled in).
+    pub fn create_typed<K: Resource + Serialize + DeserializeOwned>(
+        &self,
+        namespace: &str,
+        object: &K,
+    ) -> Result<K, TypedError> {
+        let mut value = serde_json::to_value(object).map_err(|source| TypedError::Serde {
+            what: "encoding the object",
+            type_name: std::any::type_name::<K>(),
+            source,
+        })?;
+        // Custom resource structs may leave apiVersion and kind out.
+        if let Some(map) = value.as_object_mut() {
+            let r = K::api_resource();
+            map.entry("apiVersion")
+                .or_insert_with(|| Value::from(r.api_version()));
+            map.entry("kind")
+                .or_insert_with(|| Value::from(r.kind.as_ref()));
+        }
+        let stored = self.create(&resource_name::<K>(), namespace, value)?;
+        decode(&stored)
     }
 
     /// Stores many objects of a namespaced or cluster resource quickly
