@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, Request};
-use kcontrol_indexer::{ApiResource, DynamicObject, Object, Resource};
+use kcontrol_indexer::{ApiResource, DynamicObject, Object, TypedResource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -56,7 +56,7 @@ impl<K> std::fmt::Debug for Api<K> {
     }
 }
 
-impl<K: Resource> Api<K> {
+impl<K: TypedResource> Api<K> {
     /// Objects of `K` in `namespace`.
     pub fn namespaced(client: Client, namespace: &str) -> Self {
         Self::with_resource(client, Some(namespace), K::api_resource())

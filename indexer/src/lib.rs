@@ -4,7 +4,7 @@
 //!   blanket implementations for all `k8s-openapi` types (Kubernetes API
 //!   version feature `v1_33`) and for custom resource structs that implement
 //!   `k8s_openapi::Resource` and `k8s_openapi::Metadata`;
-//! - [`ApiResource`] and [`Resource`]: where a resource lives on the server;
+//! - [`ApiResource`] and [`TypedResource`]: where a resource lives on the server;
 //! - [`DynamicObject`]: any kind, resource given at run time;
 //! - keys: [`meta_namespace_key`], [`split_meta_namespace_key`], tombstones
 //!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]);
@@ -30,7 +30,7 @@ pub use keys::{
 };
 pub use known::KnownObjects;
 pub use lister::{Lister, NamespaceLister};
-pub use object::{ApiResource, Object, Resource, Scope};
+pub use object::{ApiResource, Object, Scope, TypedResource};
 pub use store::{
     namespace_index_func, IndexFunc, Indexers, StoreError, ThreadSafeStore, NAMESPACE_INDEX,
 };

@@ -3,7 +3,7 @@
 //!
 //! Every `k8s-openapi` resource type (and any type implementing
 //! `k8s_openapi::Resource` + `k8s_openapi::Metadata<Ty = ObjectMeta>`, such as a
-//! hand-written custom resource struct) gets [`Object`] and [`Resource`] through
+//! hand-written custom resource struct) gets [`Object`] and [`TypedResource`] through
 //! blanket implementations. [`DynamicObject`](crate::DynamicObject) implements
 //! [`Object`] with its resource given at run time.
 
@@ -76,7 +76,7 @@ pub trait Object: Send + Sync + 'static {
 }
 
 /// Where an API resource lives on the server: group, version, kind, plural
-/// and scope. Built at compile time for typed objects ([`Resource`]) and at
+/// and scope. Built at compile time for typed objects ([`TypedResource`]) and at
 /// run time for [`DynamicObject`](crate::DynamicObject)s.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ApiResource {
@@ -120,7 +120,7 @@ impl ApiResource {
     }
 
     /// The description of a typed resource, e.g. `ApiResource::of::<ConfigMap>()`.
-    pub fn of<K: Resource>() -> Self {
+    pub fn of<K: TypedResource>() -> Self {
         K::api_resource()
     }
 }
@@ -130,8 +130,10 @@ impl ApiResource {
 /// Implemented for every type that implements `k8s_openapi::Resource` and
 /// `k8s_openapi::Metadata<Ty = ObjectMeta>` with a namespace or cluster scope:
 /// all `k8s-openapi` resources, and custom resource structs that implement
-/// those two traits.
-pub trait Resource: Object {
+/// those two traits. It is derived from `k8s_openapi::Resource` (never
+/// implemented by hand), and named apart from it so that `Resource` means
+/// k8s-openapi's trait only.
+pub trait TypedResource: Object {
     /// Where this resource lives on the server.
     fn api_resource() -> ApiResource;
 }
@@ -163,7 +165,7 @@ where
     }
 }
 
-impl<K> Resource for K
+impl<K> TypedResource for K
 where
     K: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static,
     K::Scope: Scope,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcontrol_client::{Api, Client};
-use kcontrol_indexer::{ApiResource, DynamicObject, Object, Resource};
+use kcontrol_indexer::{ApiResource, DynamicObject, Object, TypedResource};
 use kcontrol_reflector::{BackoffConfig, ListWatch, ListerWatcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -349,7 +349,7 @@ impl InformerFactory {
     /// created on first use.
     pub fn informer<K>(&self) -> Arc<SharedIndexInformer<K>>
     where
-        K: Resource + DeserializeOwned,
+        K: TypedResource + DeserializeOwned,
     {
         self.scoped_informer::<K>(self.scope.clone())
     }
@@ -366,7 +366,7 @@ impl InformerFactory {
     /// [`scope`](Self::scope) to extend it instead).
     pub fn scoped_informer<K>(&self, scope: InformerScope) -> Arc<SharedIndexInformer<K>>
     where
-        K: Resource + DeserializeOwned,
+        K: TypedResource + DeserializeOwned,
     {
         let resource = K::api_resource();
         self.get_or_create(&resource, scope, |client, ns| match ns {

@@ -51,7 +51,7 @@ impl ClusterBackend {
         &self.recorder
     }
 
-    fn api<K: kcontrol_indexer::Resource>(&self, obj: &impl Object) -> Api<K> {
+    fn api<K: kcontrol_indexer::TypedResource>(&self, obj: &impl Object) -> Api<K> {
         Api::namespaced(self.client.clone(), obj.namespace().unwrap_or_default())
     }
 }

@@ -3,7 +3,7 @@
 //! `artifacts/examples/crd.yaml`.
 //!
 //! [`Foo`] implements `k8s_openapi::Resource`, `Metadata` and
-//! `ListableResource`, so it gets kcontrol's `Object` and `Resource` through
+//! `ListableResource`, so it gets kcontrol's `Object` and `TypedResource` through
 //! their blanket implementations: `Api<Foo>`, informers and listers work on
 //! it as on any built-in type.
 

@@ -6,7 +6,7 @@ use crate::resource::ResourceInfo;
 use crate::rest::{Core, DeleteOptions, DeleteOutcome, Subresource, WriteOptions};
 use crate::status::StatusError;
 use crate::store::StoredObject;
-use kcontrol_indexer::Resource;
+use kcontrol_indexer::TypedResource;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -41,7 +41,7 @@ pub enum TypedError {
 }
 
 /// `plural` or `plural.group`, as [`Objects`] names resources.
-fn resource_name<K: Resource>() -> String {
+fn resource_name<K: TypedResource>() -> String {
     let r = K::api_resource();
     if r.group.is_empty() {
         r.plural.into_owned()
@@ -196,7 +196,7 @@ impl Objects {
     /// One object, decoded as `K` (a `k8s-openapi` type or a custom
     /// resource struct): `get_as::<Secret>("default", "s")` gives the
     /// Secret with its data decoded from base64. `None` when absent.
-    pub fn get_as<K: Resource + DeserializeOwned>(
+    pub fn get_as<K: TypedResource + DeserializeOwned>(
         &self,
         namespace: &str,
         name: &str,
@@ -207,7 +207,7 @@ impl Objects {
     }
 
     /// Every object of `K` (in one namespace, or all), decoded.
-    pub fn list_as<K: Resource + DeserializeOwned>(
+    pub fn list_as<K: TypedResource + DeserializeOwned>(
         &self,
         namespace: Option<&str>,
     ) -> Result<Vec<K>, TypedError> {
@@ -220,7 +220,7 @@ impl Objects {
 
     /// Creates a typed object as a POST would (seeding a test), and
     /// returns it as stored (uid, resourceVersion, defaults filled in).
-    pub fn create_typed<K: Resource + Serialize + DeserializeOwned>(
+    pub fn create_typed<K: TypedResource + Serialize + DeserializeOwned>(
         &self,
         namespace: &str,
         object: &K,

@@ -48,7 +48,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kcontrol_indexer::Resource;
+use kcontrol_indexer::TypedResource;
 
 use crate::Client;
 use tokio::sync::{mpsc, oneshot};
@@ -225,7 +225,7 @@ impl Recorder {
 
     /// Records an event about `obj`. Never blocks: the event is written in
     /// the background (or dropped and counted when the buffer is full).
-    pub fn event<K: Resource>(
+    pub fn event<K: TypedResource>(
         &self,
         obj: &K,
         event_type: EventType,

@@ -2,7 +2,7 @@
 //! any typed object.
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kcontrol_indexer::Resource;
+use kcontrol_indexer::TypedResource;
 
 /// A reference to `obj` as an Event's `involvedObject` names it: apiVersion,
 /// kind, namespace, name, uid and resourceVersion (client-go's
@@ -21,7 +21,7 @@ use kcontrol_indexer::Resource;
 /// assert_eq!(reference.kind.as_deref(), Some("Deployment"));
 /// assert_eq!(reference.name.as_deref(), Some("web"));
 /// ```
-pub fn object_reference<K: Resource>(obj: &K) -> ObjectReference {
+pub fn object_reference<K: TypedResource>(obj: &K) -> ObjectReference {
     let resource = K::api_resource();
     ObjectReference {
         api_version: Some(resource.api_version().into_owned()),
