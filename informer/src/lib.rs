@@ -97,7 +97,8 @@ mod tests;
 pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
 pub use factory::{
-    FactoryError, InformerFactory, InformerFactoryBuilder, InformerKey, InformerScope,
+    CacheSize, FactoryError, FactoryMetrics, InformerFactory, InformerFactoryBuilder, InformerKey,
+    InformerScope,
 };
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use handlers::MINIMUM_RESYNC_PERIOD;
