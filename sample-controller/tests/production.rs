@@ -526,3 +526,62 @@ fn unix_now() -> f64 {
         .unwrap()
         .as_secs_f64()
 }
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_the_sync_key_and_the_request_verb_and_resource() {
+    let s = setup("json", true).await;
+    let mut child = Command::new(BINARY)
+        .arg("--kubeconfig")
+        .arg(&s.kubeconfig)
+        .args(["--namespace", "default", "--log-format", "json"])
+        .env(
+            "RUST_LOG",
+            "info,sample_controller=debug,kcontrol_client=trace",
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let replica = Replica {
+        child,
+        lines: Arc::new(Mutex::new(Vec::new())),
+    };
+    let sink = Arc::clone(&replica.lines);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    create_foo(&s.client, 1).await;
+    replica.wait_for_line(&["created Deployment"]).await;
+    let lines = replica.lines.lock().unwrap().clone();
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let created = events
+        .iter()
+        .find(|e| e["fields"]["message"] == "created Deployment")
+        .unwrap();
+    assert_eq!(created["span"]["name"], "sync", "{created}");
+    assert_eq!(created["span"]["key"], "default/example-foo-1", "{created}");
+    let request = events
+        .iter()
+        .find(|e| {
+            e["span"]["name"] == "api_request"
+                && e["span"]["verb"] == "create"
+                && e["span"]["resource"] == "deployments"
+        })
+        .unwrap_or_else(|| panic!("no api_request span for the create:\n{}", lines.join("\n")));
+    assert!(
+        request["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "sync"),
+        "{request}"
+    );
+}
