@@ -341,15 +341,30 @@ async fn a_leader_whose_renewals_fail_stops_writing_before_its_renew_deadline() 
         .unwrap()
         .parse()
         .unwrap();
-    let expires = renewed.as_second() as f64 + f64::from(renewed.subsec_nanosecond()) / 1e9 + 3.0;
+    let seconds = |t: k8s_openapi::jiff::Timestamp| {
+        t.as_second() as f64 + f64::from(t.subsec_nanosecond()) / 1e9
+    };
+    let expires = seconds(renewed) + 3.0;
+    // when its workers stopped, by its own log's clock (the same machine's)
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("leader election lost: stopping the workers"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let stopped: k8s_openapi::jiff::Timestamp =
+        line.split_whitespace().next().unwrap().parse().unwrap();
     assert!(
-        unix_now() < expires,
-        "stopped only after the lease expired at {expires}"
+        seconds(stopped) < expires,
+        "stopped at {stopped}, after the lease expired ({renewed} + 3s)"
     );
-    // and wrote nothing after stopping: a Foo created now gets no Deployment
+    // and at its renew deadline (2 s) after the last renewal (plus slack
+    // for a loaded machine's timers)
+    assert!(
+        seconds(stopped) - seconds(renewed) <= 2.5,
+        "stopped at {stopped}, {renewed} renewed last"
+    );
+    // the exited leader wrote nothing more: a Foo created now gets no Deployment
     let writes = deployment_writers(&s.server).len();
     create_foo(&s.client, 2).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(deployment_writers(&s.server).len(), writes);
 }
 
@@ -514,17 +529,9 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
         "the queue drained: {after:?}"
     );
 
-    // SIGTERM: /readyz turns 503 while shutting down (or the server is gone)
+    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/health.rs)
     a.signal("-TERM");
     assert_eq!(a.wait_exit().await.code(), Some(0), "{}", a.stderr());
-}
-
-/// Seconds since the Unix epoch, now.
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64()
 }
 
 #[cfg(unix)]
