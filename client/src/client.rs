@@ -3,7 +3,7 @@
 //! agent, timeouts, client-side rate limiting, error mapping, and the raw
 //! request methods [`Api`](crate::Api) is built on.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use serde::de::DeserializeOwned;
 use crate::auth::Authenticator;
 use crate::config::{Config, ConfigError};
 use crate::error::{ApiError, Error};
+use crate::metrics::{verb_and_resource, ClientMetrics};
 use crate::ratelimit::TokenBucket;
 use crate::tls::{self, ClientCertSlot, TlsError};
 use crate::watch::WatchStream;
@@ -50,6 +51,7 @@ struct Inner {
     limiter: Option<TokenBucket>,
     default_namespace: String,
     max_watch_frame_size: usize,
+    metrics: OnceLock<Arc<dyn ClientMetrics>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -150,6 +152,7 @@ impl Client {
                 limiter,
                 default_namespace: config.default_namespace,
                 max_watch_frame_size: config.max_watch_frame_size,
+                metrics: OnceLock::new(),
             }),
         })
     }
@@ -172,6 +175,28 @@ impl Client {
     /// The configured maximum watch frame size.
     pub fn max_watch_frame_size(&self) -> usize {
         self.inner.max_watch_frame_size
+    }
+
+    /// Reports every request of this client and its clones to `metrics`
+    /// from now on. Only the first call takes effect (false after that).
+    pub fn set_metrics(&self, metrics: Arc<dyn ClientMetrics>) -> bool {
+        self.inner.metrics.set(metrics).is_ok()
+    }
+
+    /// The `host:port` requests go to (the metrics' `host` label).
+    pub fn host(&self) -> &str {
+        self.inner.authority.as_str()
+    }
+
+    /// Waits for the client-side rate limiter, reporting the wait.
+    async fn rate_limit(&self) {
+        if let Some(limiter) = &self.inner.limiter {
+            let started = tokio::time::Instant::now();
+            limiter.acquire().await;
+            if let Some(metrics) = self.inner.metrics.get() {
+                metrics.rate_limited(self.host(), started.elapsed());
+            }
+        }
     }
 
     /// The configured request timeout.
@@ -216,6 +241,26 @@ impl Client {
     /// Sends a request with credentials, retrying once after a 401 when the
     /// credentials can be refreshed (rotated token file, exec plugin).
     async fn send(&self, request: Request<Bytes>) -> Result<Response<Incoming>, Error> {
+        let (verb, resource) = verb_and_resource(
+            &request.method().clone(),
+            request.uri().path(),
+            request.uri().query(),
+        );
+        let span = tracing::debug_span!("api_request", verb, resource = %resource, code = tracing::field::Empty);
+        let started = tokio::time::Instant::now();
+        let method = request.method().clone();
+        let result = tracing::Instrument::instrument(self.send_inner(request), span.clone()).await;
+        let code = result.as_ref().ok().map(|r| r.status().as_u16());
+        if let Some(code) = code {
+            span.record("code", code);
+        }
+        if let Some(metrics) = self.inner.metrics.get() {
+            metrics.request(method.as_str(), verb, self.host(), code, started.elapsed());
+        }
+        result
+    }
+
+    async fn send_inner(&self, request: Request<Bytes>) -> Result<Response<Incoming>, Error> {
         let (parts, body) = request.into_parts();
         let uri = self.full_uri(&parts.uri)?;
         let mut retried = false;
@@ -308,18 +353,14 @@ impl Client {
     /// status. The body is not read; the timeout covers only the headers.
     /// `request`'s URI is a path and query (`/api/v1/namespaces`).
     pub async fn request_raw(&self, request: Request<Bytes>) -> Result<Response<Incoming>, Error> {
-        if let Some(limiter) = &self.inner.limiter {
-            limiter.acquire().await;
-        }
+        self.rate_limit().await;
         self.with_timeout(self.send(request)).await
     }
 
     /// Sends a non-watch request and returns the body of a 2xx answer;
     /// other answers become [`Error::Api`].
     pub async fn request_bytes(&self, request: Request<Bytes>) -> Result<Bytes, Error> {
-        if let Some(limiter) = &self.inner.limiter {
-            limiter.acquire().await;
-        }
+        self.rate_limit().await;
         self.with_timeout(async {
             let response = self.send(request).await?;
             if !response.status().is_success() {

@@ -74,6 +74,7 @@ pub mod discovery;
 mod error;
 pub mod events;
 pub mod list_stream;
+pub mod metrics;
 mod params;
 pub mod path;
 mod ratelimit;
@@ -93,6 +94,7 @@ pub use config::{
 pub use discovery::{DiscoveredResource, Discovery};
 pub use error::{ApiError, BoxError, Error};
 pub use list_stream::ListStream;
+pub use metrics::ClientMetrics;
 pub use params::{
     DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
     ResourceVersionMatch, WatchParams,

@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::builder::SharedIndexInformerBuilder;
 use crate::informer::SharedIndexInformer;
+use crate::metrics::InformerMetrics;
 use crate::synced::{CacheSyncError, HasSynced};
+use kcontrol_reflector::ReflectorMetrics;
 
 /// What identifies one shared informer of a factory: the Rust type, the
 /// resource, the namespace (none: all namespaces) and the selectors.
@@ -146,6 +148,93 @@ struct State {
     shutting_down: bool,
 }
 
+/// Hands each informer a factory builds its metrics: the reflector's and
+/// the informer's, by the informer's name (the factory's key, e.g.
+/// `deployments.apps/v1 in default`: one label value per informer).
+/// With the `prometheus` feature, [`InformerFactoryBuilder::registry`]
+/// sets one that exports to a `prometheus-client` registry.
+pub trait FactoryMetrics: Send + Sync {
+    /// The metrics of the reflector of informer `name`.
+    fn reflector(&self, name: &str) -> Option<Arc<dyn ReflectorMetrics>> {
+        let _ = name;
+        None
+    }
+
+    /// The metrics of informer `name`.
+    fn informer(&self, name: &str) -> Option<Arc<dyn InformerMetrics>> {
+        let _ = name;
+        None
+    }
+
+    /// Informer `name` was built; `objects` tells how many objects its
+    /// cache holds now (0 once the informer is gone).
+    fn informer_cache(&self, name: &str, objects: CacheSize) {
+        let _ = (name, objects);
+    }
+}
+
+/// How many objects one informer's cache holds, read when called.
+pub type CacheSize = Box<dyn Fn() -> usize + Send + Sync>;
+
+#[cfg(feature = "prometheus")]
+struct PrometheusFactoryMetrics {
+    reflectors: kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics,
+    informers: crate::metrics::prometheus::PrometheusInformerMetrics,
+    caches: Arc<Mutex<Vec<(String, CacheSize)>>>,
+}
+
+/// `informer_objects{name}`: each informer's cache size, read at scrape time.
+#[cfg(feature = "prometheus")]
+struct CacheCollector {
+    caches: Arc<Mutex<Vec<(String, CacheSize)>>>,
+}
+
+#[cfg(feature = "prometheus")]
+impl fmt::Debug for CacheCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheCollector").finish_non_exhaustive()
+    }
+}
+
+#[cfg(feature = "prometheus")]
+impl prometheus_client::collector::Collector for CacheCollector {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let mut family = encoder.encode_descriptor(
+            "informer_objects",
+            "Objects held in an informer's cache",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        for (name, objects) in self.caches.lock().iter() {
+            let gauge = prometheus_client::metrics::gauge::ConstGauge::new(
+                i64::try_from(objects()).unwrap_or(i64::MAX),
+            );
+            let labels = [("name", name.as_str())];
+            gauge.encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "prometheus")]
+impl FactoryMetrics for PrometheusFactoryMetrics {
+    fn reflector(&self, name: &str) -> Option<Arc<dyn ReflectorMetrics>> {
+        Some(self.reflectors.for_reflector(name))
+    }
+
+    fn informer(&self, name: &str) -> Option<Arc<dyn InformerMetrics>> {
+        Some(self.informers.for_informer(name))
+    }
+
+    fn informer_cache(&self, name: &str, objects: CacheSize) {
+        self.caches.lock().push((name.to_owned(), objects));
+    }
+}
+
 /// Why a factory could not start its informers.
 #[derive(Debug, thiserror::Error)]
 pub enum FactoryError {
@@ -164,6 +253,7 @@ pub struct InformerFactoryBuilder {
     backoff: BackoffConfig,
     transforms: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
+    metrics: Option<Arc<dyn FactoryMetrics>>,
 }
 
 impl fmt::Debug for InformerFactoryBuilder {
@@ -249,6 +339,34 @@ impl InformerFactoryBuilder {
         self
     }
 
+    /// Metrics for every reflector and informer the factory builds.
+    #[must_use]
+    pub fn metrics(mut self, metrics: Arc<dyn FactoryMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Registers the reflector (`reflector_*`) and informer (`informer_*`)
+    /// metric families in `registry` and reports every reflector and
+    /// informer the factory builds to them, labelled with the informer's
+    /// name (feature `prometheus`).
+    #[cfg(feature = "prometheus")]
+    #[must_use]
+    pub fn registry(self, registry: &mut prometheus_client::registry::Registry) -> Self {
+        let caches = Arc::new(Mutex::new(Vec::new()));
+        registry.register_collector(Box::new(CacheCollector {
+            caches: Arc::clone(&caches),
+        }));
+        let metrics = PrometheusFactoryMetrics {
+            reflectors: kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics::new(
+                registry,
+            ),
+            informers: crate::metrics::prometheus::PrometheusInformerMetrics::new(registry),
+            caches,
+        };
+        self.metrics(Arc::new(metrics))
+    }
+
     /// The factory.
     pub fn build(self) -> InformerFactory {
         InformerFactory {
@@ -260,6 +378,7 @@ impl InformerFactoryBuilder {
             backoff: self.backoff,
             transforms: self.transforms,
             resyncs: self.resyncs,
+            metrics: self.metrics,
             stop: CancellationToken::new(),
             state: Mutex::new(State {
                 informers: BTreeMap::new(),
@@ -302,6 +421,7 @@ pub struct InformerFactory {
     backoff: BackoffConfig,
     transforms: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
+    metrics: Option<Arc<dyn FactoryMetrics>>,
     /// Cancelled by `shutdown`; every informer runs under a child of it.
     stop: CancellationToken,
     state: Mutex<State>,
@@ -342,6 +462,7 @@ impl InformerFactory {
             backoff: BackoffConfig::default(),
             transforms: HashMap::new(),
             resyncs: HashMap::new(),
+            metrics: None,
         }
     }
 
@@ -440,13 +561,29 @@ impl InformerFactory {
             .get(&TypeId::of::<K>())
             .copied()
             .unwrap_or(self.default_resync);
+        let name = key.to_string();
         let mut builder = SharedIndexInformer::builder(lw)
-            .name(key.to_string())
+            .name(name.clone())
             .resync_period(resync)
             .use_watch_list(self.use_watch_list)
             .backoff(self.backoff);
+        if let Some(metrics) = &self.metrics {
+            if let Some(m) = metrics.reflector(&name) {
+                builder = builder.reflector_metrics(m);
+            }
+            if let Some(m) = metrics.informer(&name) {
+                builder = builder.metrics(m);
+            }
+        }
         builder = self.with_transform(builder);
         let informer = builder.build();
+        if let Some(metrics) = &self.metrics {
+            let weak = Arc::downgrade(&informer);
+            metrics.informer_cache(
+                &name,
+                Box::new(move || weak.upgrade().map_or(0, |i| i.store().len())),
+            );
+        }
         st.informers.insert(
             key,
             Entry {

@@ -99,7 +99,8 @@ pub use async_handler::{AsyncResourceEventHandler, HandlerFuture};
 pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
 pub use factory::{
-    FactoryError, InformerFactory, InformerFactoryBuilder, InformerKey, InformerScope,
+    CacheSize, FactoryError, FactoryMetrics, InformerFactory, InformerFactoryBuilder, InformerKey,
+    InformerScope,
 };
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use informer::SharedIndexInformer;

@@ -21,6 +21,7 @@
 //! | [`reflector`] | `kcontrol-reflector` | `tools/cache` Reflector, ListerWatcher |
 //! | [`informer`] | `kcontrol-informer` | shared informers, informer factory |
 //! | [`workqueue`] | `kcontrol-workqueue` | `util/workqueue` |
+//! | [`controller`] | `kcontrol-controller` | `tools/leaderelection`; component-base `/healthz`, `/readyz`, `/metrics` |
 //!
 //! The data flow is client-go's: a reflector lists and watches the API
 //! server into a DeltaFIFO; the informer pops it into a thread-safe indexed
@@ -90,6 +91,7 @@
 //! ```
 
 pub use kcontrol_client as client;
+pub use kcontrol_controller as controller;
 pub use kcontrol_deltafifo as deltafifo;
 pub use kcontrol_indexer as indexer;
 pub use kcontrol_informer as informer;

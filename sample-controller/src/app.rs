@@ -18,6 +18,7 @@ use crate::cli::{client_config, Args, CliError};
 use crate::controller::{Controller, ControllerOptions};
 use crate::embedded::{self, Progress, DEMO_NAMESPACE};
 use crate::metrics::SharedRegistry;
+use kcontrol_controller::Health;
 
 /// Runs the program with the process's arguments and returns its exit code:
 /// 0 success, 1 a failure while running (or a demo that did not converge in
@@ -27,7 +28,10 @@ pub fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => return usage_error(&e),
     };
-    init_logging(if args.embedded { "warn" } else { "info" });
+    init_logging(
+        if args.embedded { "warn" } else { "info" },
+        args.log_format == "json",
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("sample-controller")
@@ -61,13 +65,24 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn init_logging(default: &str) {
+fn init_logging(default: &str, json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .try_init();
+        .with_ansi(std::io::stderr().is_terminal());
+    let _ = if json {
+        // one JSON object a line, with the fields of the enclosing spans
+        // (a sync's key, a request's verb and resource)
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 /// Runs what the flags ask for until it finishes or a signal stops it.
@@ -82,43 +97,65 @@ pub async fn run(args: Args) -> Result<(), CliError> {
 fn options(
     args: &Args,
     namespace: Option<String>,
-    registry: Option<SharedRegistry>,
+    served: Option<(SharedRegistry, Health)>,
 ) -> ControllerOptions {
+    let (registry, health) = served.unzip();
     ControllerOptions {
         workers: usize::try_from(args.workers).unwrap_or(2),
         resync_period: args.resync(),
         namespace,
         registry,
+        health,
         ..ControllerOptions::default()
     }
 }
 
-/// Starts the metrics endpoint when `--metrics-addr` is given.
+/// Starts the metrics endpoint (`/metrics`, `/healthz`, `/readyz`) when
+/// `--metrics-addr` is given. It stops once `stop` is cancelled.
 async fn metrics(
     args: &Args,
-    shutdown: &CancellationToken,
-) -> Result<Option<SharedRegistry>, CliError> {
+    stop: &CancellationToken,
+) -> Result<Option<(SharedRegistry, Health)>, CliError> {
     let Some(addr) = args.metrics_addr else {
         return Ok(None);
     };
     let registry: SharedRegistry = Arc::new(Mutex::new(Registry::default()));
-    crate::metrics::serve(addr, Arc::clone(&registry), shutdown.clone())
+    let health = Health::with_registry(Arc::clone(&registry));
+    let bound = health
+        .serve(addr, stop.clone())
         .await
         .map_err(|e| CliError::Run(format!("serving metrics on {addr}: {e}")))?;
-    Ok(Some(registry))
+    tracing::info!(%bound, "serving metrics at /metrics, health at /healthz and /readyz");
+    Ok(Some((registry, health)))
 }
 
 /// The controller against the cluster the flags select, until SIGINT or SIGTERM.
 pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
-    let config = client_config(args)?;
+    let mut config = client_config(args)?;
+    let leader_election = args.leader_election()?;
+    if let Some(le) = &leader_election {
+        // the identity in the User-Agent: the API server's audit log (and
+        // the test server's request log) tell the replicas apart
+        config.user_agent = format!("{} leader-elect/{}", config.user_agent, le.identity);
+        tracing::info!(lease = %format!("{}/{}", le.namespace, le.name), identity = %le.identity, "leader election on");
+    }
     tracing::info!(server = %config.cluster_url, "starting sample-controller");
     let client = Client::new(config).map_err(CliError::Client)?;
     let shutdown = CancellationToken::new();
     crate::signals::cancel_on_signal(shutdown.clone());
-    let registry = metrics(args, &shutdown).await?;
-    let controller = Controller::new(client, options(args, args.namespace.clone(), registry))
-        .map_err(|e| CliError::Run(e.to_string()))?;
+    // the endpoint outlives the controller's shutdown, answering 503 at /readyz
+    let server_stop = CancellationToken::new();
+    let _stop_server = server_stop.clone().drop_guard();
+    let served = metrics(args, &server_stop).await?;
+    let mut options = options(args, args.namespace.clone(), served);
+    options.leader_election = leader_election;
+    let controller = Controller::new(client, options).map_err(|e| CliError::Run(e.to_string()))?;
     controller.run(shutdown).await;
+    if controller.lost_leadership() {
+        return Err(CliError::Run(
+            "leader election lost: the Lease was not renewed in time".to_owned(),
+        ));
+    }
     Ok(())
 }
 
@@ -145,11 +182,11 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
 
     let shutdown = CancellationToken::new();
     crate::signals::cancel_on_signal(shutdown.clone());
-    let registry = metrics(args, &shutdown).await?;
+    let served = metrics(args, &shutdown).await?;
     let controller = Arc::new(
         Controller::new(
             client,
-            options(args, Some(DEMO_NAMESPACE.to_owned()), registry),
+            options(args, Some(DEMO_NAMESPACE.to_owned()), served),
         )
         .map_err(|e| run_error(&e))?,
     );

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use kcontrol_client::{Config, ConfigError, KubeconfigOptions, RateLimit};
+use kcontrol_controller::LeaderElectionConfig;
 
 /// client-go's default client-side rate limit.
 pub const DEFAULT_QPS: f64 = 5.0;
@@ -86,6 +87,45 @@ pub struct Args {
     /// The bound of --until-synced (default: 60s plus 20ms per Foo).
     #[arg(long, value_name = "DURATION", requires = "until_synced", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+
+    /// Run workers only while this replica holds a coordination.k8s.io/v1
+    /// Lease (informers run on standbys too, keeping their caches warm).
+    #[arg(long)]
+    pub leader_elect: bool,
+
+    /// The Lease's namespace (default: --namespace, else "default").
+    #[arg(long, value_name = "NS", requires = "leader_elect")]
+    pub leader_elect_namespace: Option<String>,
+
+    /// The Lease's name.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "sample-controller",
+        requires = "leader_elect"
+    )]
+    pub leader_elect_name: String,
+
+    /// This replica's identity in the Lease (default: hostname and a random suffix).
+    #[arg(long, value_name = "ID", requires = "leader_elect")]
+    pub leader_elect_identity: Option<String>,
+
+    /// How long a standby waits, after it last saw the Lease change, before
+    /// it takes the Lease (whole seconds).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it stops leading.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// Between two tries to acquire or renew the Lease.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    pub leader_elect_retry_period: Duration,
+
+    /// Log lines as text or as JSON objects (one a line).
+    #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
 }
 
 /// The default number of Foos of the demo.
@@ -117,6 +157,30 @@ impl Args {
         }
     }
 
+    /// The leader election the flags ask for (`None` without
+    /// `--leader-elect`); a bad combination of durations is a usage error.
+    pub fn leader_election(&self) -> Result<Option<LeaderElectionConfig>, CliError> {
+        if !self.leader_elect {
+            return Ok(None);
+        }
+        let namespace = self
+            .leader_elect_namespace
+            .clone()
+            .or_else(|| self.namespace.clone())
+            .unwrap_or_else(|| "default".to_owned());
+        let mut config = LeaderElectionConfig::new(namespace, self.leader_elect_name.clone());
+        if let Some(identity) = &self.leader_elect_identity {
+            config.identity.clone_from(identity);
+        }
+        config.lease_duration = self.leader_elect_lease_duration;
+        config.renew_deadline = self.leader_elect_renew_deadline;
+        config.retry_period = self.leader_elect_retry_period;
+        config
+            .validate()
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        Ok(Some(config))
+    }
+
     /// The informers' resync period; `None` when turned off.
     pub fn resync(&self) -> Option<Duration> {
         (!self.resync_period.is_zero()).then_some(self.resync_period)
@@ -132,6 +196,9 @@ pub enum CliError {
     /// A client could not be built from the configuration (TLS material...).
     #[error("{0}")]
     Client(kcontrol_client::Error),
+    /// The flags are valid one by one but not together.
+    #[error("{0}")]
+    Usage(String),
     /// Something failed while running.
     #[error("{0}")]
     Run(String),
@@ -141,7 +208,7 @@ impl CliError {
     /// 2 for configuration errors (like clap's for bad flags), 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Config(_) | Self::Client(_) => 2,
+            Self::Config(_) | Self::Client(_) | Self::Usage(_) => 2,
             Self::Run(_) => 1,
         }
     }
@@ -317,6 +384,49 @@ mod tests {
             assert_ne!(err.kind(), ErrorKind::DisplayHelp, "{bad:?}");
             assert_eq!(err.exit_code(), 2, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn leader_election_flags() {
+        assert!(parse(&[]).unwrap().leader_election().unwrap().is_none());
+        let a = parse(&["--leader-elect", "--namespace", "team"]).unwrap();
+        let c = a.leader_election().unwrap().unwrap();
+        assert_eq!(
+            (c.namespace.as_str(), c.name.as_str()),
+            ("team", "sample-controller")
+        );
+        assert_eq!(c.lease_duration, Duration::from_secs(15));
+        assert_eq!(c.renew_deadline, Duration::from_secs(10));
+        assert_eq!(c.retry_period, Duration::from_secs(2));
+        let a = parse(&[
+            "--leader-elect",
+            "--leader-elect-namespace",
+            "ops",
+            "--leader-elect-name",
+            "foo-lock",
+            "--leader-elect-identity",
+            "me",
+            "--leader-elect-lease-duration",
+            "3s",
+            "--leader-elect-renew-deadline",
+            "2s",
+            "--leader-elect-retry-period",
+            "500ms",
+        ])
+        .unwrap();
+        let c = a.leader_election().unwrap().unwrap();
+        assert_eq!(
+            (c.namespace.as_str(), c.name.as_str(), c.identity.as_str()),
+            ("ops", "foo-lock", "me")
+        );
+        let bad = parse(&["--leader-elect", "--leader-elect-renew-deadline", "20s"]).unwrap();
+        assert_eq!(bad.leader_election().unwrap_err().exit_code(), 2);
+        assert!(
+            parse(&["--leader-elect-name", "x"]).is_err(),
+            "requires --leader-elect"
+        );
+        assert!(parse(&["--log-format", "xml"]).is_err());
+        assert_eq!(parse(&["--log-format", "json"]).unwrap().log_format, "json");
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //!   success: forget(key)   error: add_rate_limited(key)   always: done(key)
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::events::Recorder;
 use kcontrol_client::Client;
+use kcontrol_controller::{Health, LeaderElectionConfig, LeaderElector};
 use kcontrol_indexer::Lister;
 use kcontrol_informer::{BackoffConfig, HandlerRegistration, HasSynced};
 use kcontrol_workqueue::metrics::prometheus::PrometheusMetricsProvider;
@@ -54,6 +56,11 @@ pub struct ControllerOptions {
     /// How the informers back off after list and watch failures (default:
     /// client-go's 800 ms doubling to 30 s, with jitter).
     pub reflector_backoff: BackoffConfig,
+    /// Readiness: the informers and handlers are added as checks, and
+    /// shutdown marks it as shutting down (`/readyz`).
+    pub health: Option<Health>,
+    /// Run the workers only while holding this Lease (`None`: always).
+    pub leader_election: Option<LeaderElectionConfig>,
 }
 
 impl Default for ControllerOptions {
@@ -64,6 +71,8 @@ impl Default for ControllerOptions {
             namespace: None,
             registry: None,
             reflector_backoff: BackoffConfig::default(),
+            health: None,
+            leader_election: None,
         }
     }
 }
@@ -77,6 +86,9 @@ pub enum ControllerError {
     /// An informer refused a handler (it had stopped).
     #[error(transparent)]
     Informer(#[from] kcontrol_informer::InformerError),
+    /// The leader election configuration is invalid.
+    #[error(transparent)]
+    LeaderElection(#[from] kcontrol_controller::LeaderElectionError),
 }
 
 /// The Foo controller. Build it with [`Controller::new`], run it with
@@ -88,6 +100,10 @@ pub struct Controller {
     handler: Arc<SyncHandler<ClusterBackend>>,
     workers: usize,
     synced: watch::Sender<bool>,
+    health: Option<Health>,
+    elector: Option<Arc<LeaderElector>>,
+    leading: watch::Receiver<Option<CancellationToken>>,
+    lost_leadership: AtomicBool,
 }
 
 impl std::fmt::Debug for Controller {
@@ -103,6 +119,10 @@ impl Controller {
     /// Sets up informers, handlers, the queue and the event recorder. Must
     /// be called inside a tokio runtime.
     pub fn new(client: Client, options: ControllerOptions) -> Result<Self, ControllerError> {
+        if let Some(registry) = &options.registry {
+            // rest_client_* for every request of this client and its clones
+            kcontrol_controller::metrics::register_client_metrics(&client, &mut registry.lock());
+        }
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
         let mut config = QueueConfig::new().name("foos");
         if let Some(registry) = &options.registry {
@@ -111,6 +131,7 @@ impl Controller {
         }
         let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
         let informers = Informers::new(&client, &options);
+        let elector_client = client.clone();
         let backend = ClusterBackend::new(
             informers.foos().lister(),
             informers.deployments().lister(),
@@ -127,6 +148,33 @@ impl Controller {
                 }));
         }
         let registrations = register_handlers(&informers, &queue)?;
+        if let Some(health) = &options.health {
+            health.add_synced("informer-foos", Arc::clone(informers.foos()) as _);
+            health.add_synced(
+                "informer-deployments",
+                Arc::clone(informers.deployments()) as _,
+            );
+            for (name, registration) in ["handler-foos", "handler-deployments"]
+                .into_iter()
+                .zip(&registrations)
+            {
+                health.add_synced(name, Arc::new(registration.clone()));
+            }
+        }
+        let (leading_tx, leading) = watch::channel(None);
+        let elector = match options.leader_election.clone() {
+            None => None,
+            Some(config) => {
+                let mut elector =
+                    LeaderElector::new(elector_client, config)?.on_started_leading(move |token| {
+                        leading_tx.send_replace(Some(token));
+                    });
+                if let Some(registry) = &options.registry {
+                    elector = elector.with_registry(&mut registry.lock());
+                }
+                Some(Arc::new(elector))
+            }
+        };
         Ok(Self {
             informers,
             registrations,
@@ -134,6 +182,10 @@ impl Controller {
             handler,
             workers: options.workers.max(1),
             synced: watch::Sender::new(false),
+            health: options.health,
+            elector,
+            leading,
+            lost_leadership: AtomicBool::new(false),
         })
     }
 
@@ -174,10 +226,32 @@ impl Controller {
         *self.synced.borrow()
     }
 
+    /// Whether this replica led and lost its Lease (its workers stopped,
+    /// and [`Controller::run`] returned).
+    pub fn lost_leadership(&self) -> bool {
+        self.lost_leadership.load(Ordering::SeqCst)
+    }
+
+    /// The leader elector, with `--leader-elect`.
+    pub fn leader_elector(&self) -> Option<&Arc<LeaderElector>> {
+        self.elector.as_ref()
+    }
+
+    fn start_workers(&self, workers: &mut JoinSet<()>) {
+        tracing::info!(workers = self.workers, "starting workers");
+        for _ in 0..self.workers {
+            let queue = self.queue.clone();
+            let handler = Arc::clone(&self.handler);
+            workers.spawn(run_worker(queue, handler));
+        }
+        self.synced.send_replace(true);
+    }
+
     /// Runs until `shutdown` is cancelled: starts the informers, waits for
-    /// their caches, runs the workers; then stops the informers, drains
-    /// the queue (`shut_down_with_drain`: items in process finish), and
-    /// flushes the last events.
+    /// their caches, runs the workers (with leader election: only once
+    /// this replica leads, and until it stops leading); then stops the
+    /// informers, drains the queue (`shut_down_with_drain`: items in
+    /// process finish), flushes the last events, and releases the Lease.
     pub async fn run(&self, shutdown: CancellationToken) {
         let informers_stop = CancellationToken::new();
         let synced = match self.informers.start(&informers_stop) {
@@ -188,15 +262,43 @@ impl Controller {
             }
         };
         let mut workers = JoinSet::new();
+        let elector_stop = CancellationToken::new();
+        let mut election = None;
         if synced {
-            tracing::info!(workers = self.workers, "caches synced: starting workers");
-            for _ in 0..self.workers {
-                let queue = self.queue.clone();
-                let handler = Arc::clone(&self.handler);
-                workers.spawn(run_worker(queue, handler));
+            tracing::info!("caches synced");
+            match &self.elector {
+                None => {
+                    self.start_workers(&mut workers);
+                    shutdown.cancelled().await;
+                }
+                Some(elector) => {
+                    let elector = Arc::clone(elector);
+                    let stop = elector_stop.clone();
+                    election = Some(tokio::spawn(async move { elector.run(stop).await }));
+                    let mut leading = self.leading.clone();
+                    let token = tokio::select! {
+                        () = shutdown.cancelled() => None,
+                        token = leading.wait_for(Option::is_some) => {
+                            token.ok().and_then(|t| (*t).clone())
+                        }
+                    };
+                    if let Some(token) = token {
+                        self.start_workers(&mut workers);
+                        tokio::select! {
+                            () = shutdown.cancelled() => {}
+                            () = token.cancelled() => {
+                                tracing::error!("leader election lost: stopping the workers");
+                                self.lost_leadership.store(true, Ordering::SeqCst);
+                                // no new key is taken; a sync in flight finishes
+                                self.queue.shut_down();
+                            }
+                        }
+                    }
+                }
             }
-            self.synced.send_replace(true);
-            shutdown.cancelled().await;
+        }
+        if let Some(health) = &self.health {
+            health.shutting_down();
         }
         tracing::info!("shutting down: stopping informers, draining the queue");
         informers_stop.cancel();
@@ -214,6 +316,12 @@ impl Controller {
             .is_err()
         {
             tracing::warn!("some events were not written before shutdown");
+        }
+        // the workers have stopped writing: release the Lease (a standby
+        // takes over at its next try)
+        elector_stop.cancel();
+        if let Some(election) = election {
+            let _ = election.await;
         }
         tracing::info!(stats = ?self.stats(), "controller stopped");
     }
@@ -272,7 +380,8 @@ async fn process(
     handler: &SyncHandler<ClusterBackend>,
     key: String,
 ) {
-    match handler.sync(&key).await {
+    let span = tracing::info_span!("sync", key = %key);
+    match tracing::Instrument::instrument(handler.sync(&key), span).await {
         Ok(outcome) => {
             tracing::trace!(%key, ?outcome, "synced");
             queue.forget(&key);

@@ -31,6 +31,9 @@ impl Informers {
         if let Some(namespace) = &options.namespace {
             builder = builder.namespace(namespace.clone());
         }
+        if let Some(registry) = &options.registry {
+            builder = builder.registry(&mut registry.lock());
+        }
         let factory = builder.build();
         let foos = factory.informer::<Foo>();
         let deployments = factory.informer::<Deployment>();

@@ -1,26 +1,15 @@
 //! Prometheus metrics: the controller's and its event recorder's counters
 //! (a [`Collector`] read at each scrape) beside the work queue's and the
 //! informers' families in one registry, served as text at `/metrics`
-//! (`--metrics-addr`).
+//! (`--metrics-addr`, with `/healthz` and `/readyz`, by
+//! [`kcontrol_controller::Health`]).
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http::{header, Method, Request, Response, StatusCode};
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use kcontrol_client::events::Recorder;
-use parking_lot::Mutex;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::registry::Registry;
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
 use crate::stats::Counters;
 
@@ -115,88 +104,16 @@ impl Collector for ControllerCollector {
     }
 }
 
-/// The registry served at `/metrics`.
-pub type SharedRegistry = Arc<Mutex<Registry>>;
-
-fn respond(registry: &SharedRegistry, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let reply = |status: StatusCode, content_type: &'static str, body: String| {
-        let mut response = Response::new(Full::new(Bytes::from(body)));
-        *response.status_mut() = status;
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            header::HeaderValue::from_static(content_type),
-        );
-        response
-    };
-    match (req.method(), req.uri().path()) {
-        (&Method::GET, "/metrics") => {
-            let mut text = String::new();
-            match prometheus_client::encoding::text::encode(&mut text, &registry.lock()) {
-                Ok(()) => reply(
-                    StatusCode::OK,
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    text,
-                ),
-                Err(e) => reply(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "text/plain",
-                    format!("encoding metrics: {e}\n"),
-                ),
-            }
-        }
-        (&Method::GET, "/healthz") => reply(StatusCode::OK, "text/plain", "ok\n".to_owned()),
-        _ => reply(
-            StatusCode::NOT_FOUND,
-            "text/plain",
-            "not found\n".to_owned(),
-        ),
-    }
-}
-
-/// Binds `addr` and serves `/metrics` and `/healthz` until `shutdown`.
-/// Returns the bound address (the port is chosen when `addr`'s is 0).
-pub async fn serve(
-    addr: SocketAddr,
-    registry: SharedRegistry,
-    shutdown: CancellationToken,
-) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).await?;
-    let bound = listener.local_addr()?;
-    tracing::info!(%bound, "serving metrics at /metrics");
-    tokio::spawn(async move {
-        loop {
-            let stream = tokio::select! {
-                () = shutdown.cancelled() => return,
-                accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "metrics listener");
-                        continue;
-                    }
-                },
-            };
-            let registry = Arc::clone(&registry);
-            tokio::spawn(async move {
-                let service = service_fn(move |req| {
-                    let response = respond(&registry, &req);
-                    async move { Ok::<_, Infallible>(response) }
-                });
-                if let Err(e) = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    tracing::debug!(error = %e, "metrics connection");
-                }
-            });
-        }
-    });
-    Ok(bound)
-}
+/// The registry served at `/metrics` (by [`kcontrol_controller::Health`]).
+pub type SharedRegistry = kcontrol_controller::SharedRegistry;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use prometheus_client::registry::Registry;
+    use std::net::SocketAddr;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_util::sync::CancellationToken;
 
     async fn get(addr: SocketAddr, path: &str) -> String {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -220,9 +137,10 @@ mod tests {
             counters,
             recorder: Recorder::new(client, "test").unwrap(),
         }));
-        let registry = Arc::new(Mutex::new(registry));
+        let registry = Arc::new(parking_lot::Mutex::new(registry));
         let shutdown = CancellationToken::new();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), registry, shutdown.clone())
+        let addr = kcontrol_controller::Health::with_registry(registry)
+            .serve("127.0.0.1:0".parse().unwrap(), shutdown.clone())
             .await
             .unwrap();
         let metrics = get(addr, "/metrics").await;

@@ -8,4 +8,6 @@
 mod chaos;
 mod e2e;
 mod factory;
+#[cfg(feature = "prometheus")]
+mod factory_metrics;
 mod support;
