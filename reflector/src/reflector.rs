@@ -40,10 +40,6 @@ pub(crate) struct SyncState {
     /// A list at `"0"` came back in pages: the server honours `limit` even
     /// there (no watch cache), so relists are paged too.
     pub(crate) paginated_result: bool,
-    /// The server refused WatchList: list and watch from now on (RF6).
-    pub(crate) watch_list_refused: bool,
-    /// WatchList streams that ended cleanly before their initial events did.
-    pub(crate) watch_list_incomplete: u32,
     /// A list (or WatchList sync) has succeeded once.
     pub(crate) synced_once: bool,
     /// The newest resourceVersion that lists or WatchLists since the last
@@ -95,10 +91,11 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///   after two healthy minutes ([`BackoffConfig`](crate::BackoffConfig));
 /// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the
 ///   state comes from a watch with `sendInitialEvents=true`: the initial
-///   events stream into [`DeltaFifo::begin_replace`], which is finished at the
-///   bookmark annotated `k8s.io/initial-events-end` (a stream that fails
-///   before it deletes nothing and is retried); a server that refuses it
-///   (400/403/422, or shows it ignores it) gets list + watch from then on;
+///   events (changes and plain bookmarks among them applied too) stream
+///   into [`DeltaFifo::begin_replace`], which is finished at the bookmark
+///   annotated `k8s.io/initial-events-end`; a stream or request that fails
+///   before it deletes nothing, and that attempt lists instead (client-go);
+///   the next attempt tries WatchList again;
 /// - **RF7** a watch event that does not decode, or holds an object of
 ///   another kind, is an error that restarts the watch (from the last
 ///   version; after three such failures in a row without progress, a
@@ -246,18 +243,18 @@ where
     /// Gets the current state into the FIFO: through WatchList when enabled
     /// and supported (returning the watch to go on with), else a list.
     async fn sync(&self) -> Result<Option<WatchEventStream<K>>, ReflectorError> {
-        let use_watch_list = self.config.use_watch_list && !self.state.lock().watch_list_refused;
-        if use_watch_list {
+        if self.config.use_watch_list {
             match self.watch_list().await {
                 Ok(stream) => return Ok(Some(stream)),
-                Err(e) => match e {
-                    ReflectorError::WatchListUnsupported { .. } => {
-                        tracing::info!(reflector = %self.config.name, error = %e, "falling back to list and watch");
-                        self.state.lock().watch_list_refused = true;
-                        self.report(&e);
-                    }
-                    other => return Err(other),
-                },
+                Err(e) if e.is_fifo_closed() => return Err(e),
+                // client-go: any WatchList failure falls back to a list for
+                // this attempt (making progress beats waiting); the next
+                // attempt tries WatchList again (a 403 while RBAC propagates
+                // must not turn it off for good)
+                Err(e) => {
+                    tracing::warn!(reflector = %self.config.name, error = %e, "WatchList failed; listing instead for this attempt");
+                    self.metrics.failure();
+                }
             }
         }
         self.list().await?;

@@ -322,10 +322,7 @@ async fn a_list_without_a_resource_version_syncs_and_watches_from_empty() {
     let h = Harness::for_url(&proxy.url(), config());
     h.synced().await;
     h.converge(&server).await;
-    assert_eq!(
-        h.reflector.last_sync_resource_version().as_deref(),
-        Some("")
-    );
+    assert_eq!(h.fifo.last_sync_resource_version().as_deref(), Some(""));
     let watches = requests(&server, Verb::Watch);
     assert_eq!(
         param(&watches[0].query, "resourceVersion").unwrap_or_default(),
