@@ -108,7 +108,10 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///
 /// It also resyncs the FIFO every [`resync_period`](ReflectorConfig::resync_period)
 /// (when [`should_resync`](ReflectorConfig::should_resync) agrees), calls
-/// the [`error_handler`](ReflectorConfig::error_handler) on every failure,
+/// the [`error_handler`](ReflectorConfig::error_handler) on every failure
+/// that ends a ListAndWatch iteration (not on those healed at once: a list
+/// retried at `""`, an expired continue token, a re-watch, the WatchList
+/// fallback; those are logged at debug),
 /// and reports to [`metrics`](ReflectorConfig::metrics).
 pub struct Reflector<K: Object> {
     pub(crate) lister_watcher: Arc<dyn ListerWatcher<K>>,
@@ -323,7 +326,17 @@ where
         delay
     }
 
-    /// Hands a failure to the error handler, the log and the metrics.
+    /// A failure the reflector heals at once (a list retried at `""`, an
+    /// expired continue token, a re-watch): counted and logged at debug,
+    /// not handed to the error handler, which (as in client-go) hears only
+    /// of failures that end a ListAndWatch iteration.
+    pub(crate) fn note_retry(&self, error: &ReflectorError) {
+        self.metrics.failure();
+        tracing::debug!(reflector = %self.config.name, %error, "retrying");
+    }
+
+    /// Hands a failure that ended a ListAndWatch iteration to the error
+    /// handler, the log and the metrics.
     pub(crate) fn report(&self, error: &ReflectorError) {
         self.metrics.failure();
         if error.is_expired() {

@@ -43,7 +43,7 @@ where
     pub(crate) async fn watch_list(&self) -> Result<WatchEventStream<K>, ReflectorError> {
         match self.watch_list_once().await {
             Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
-                self.report(&e);
+                self.note_retry(&e);
                 self.state.lock().last_rv_unavailable = true;
                 self.watch_list_once().await
             }

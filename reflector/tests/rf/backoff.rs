@@ -253,13 +253,9 @@ async fn rf4_refused_connections_back_off_and_watch_again_without_a_relist() {
     .await;
     update(&server, "cm-1", "after-refusals");
     h.converge(&server).await;
-    let refused = h
-        .errors()
-        .iter()
-        .filter(|e| e.contains("watch failed to start") && e.contains("cannot connect"))
-        .count();
-    assert_eq!(refused, 3, "{:?}", h.errors());
     assert_eq!(requests(&server, Verb::List).len(), 1, "no relist");
+    // healed by watching again: not an error the handler hears of
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
     h.stop().await;
 }
 

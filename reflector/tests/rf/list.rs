@@ -101,7 +101,8 @@ async fn rf1_a_list_answered_410_is_retried_as_a_consistent_read() {
     );
     assert_eq!(lists[1].status, 200);
     assert_eq!(param(&lists[1].query, "resourceVersion"), None);
-    assert!(h.errors()[0].contains("list failed"), "{:?}", h.errors());
+    // retried at once: not an error the handler hears of (client-go)
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
 
     // a successful list makes the last version available again: the next
     // relist asks for it

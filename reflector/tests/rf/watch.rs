@@ -217,6 +217,7 @@ async fn rf4_a_410_http_answer_to_a_watch_relists_and_other_errors_relist_after_
     let h = Harness::for_url(&proxy.url(), config());
     h.synced().await;
     for (code, reason) in [(410, "Gone"), (403, "Forbidden")] {
+        wait_watch_delivered(&server, &h).await;
         let lists = requests(&server, Verb::List).len();
         let answered = Arc::new(AtomicUsize::new(0));
         proxy.set_rule({
