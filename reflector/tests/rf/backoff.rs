@@ -344,3 +344,37 @@ async fn rf5_failing_lists_back_off_then_sync() {
     assert_eq!(h.errors().len(), 3);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_a_watch_cache_initializing_is_waited_for_without_a_relist() {
+    let server = server().await;
+    seed(&server, 3);
+    // as right after a CRD is established: watches answer 429 "storage is
+    // (re)initializing" for a while
+    server
+        .faults()
+        .initialize_watch_cache("configmaps", Duration::from_millis(1500));
+    let (lw, calls) = recording(&server);
+    let h = Harness::start(
+        Arc::new(lw),
+        ReflectorConfig::default().backoff(fast_backoff()),
+    );
+    h.synced().await;
+    let watches = wait_rewatch(&calls, 1).await;
+    let failed: Vec<&Call> = watches.iter().filter(|w| w.outcome.is_err()).collect();
+    assert!(failed
+        .iter()
+        .all(|w| w.outcome.as_ref().unwrap_err().contains("initializing")));
+    // each retry waited for Retry-After (1 s), not the 20 ms backoff
+    for pair in watches.windows(2) {
+        assert!(
+            pair[1].at.duration_since(pair[0].at) >= Duration::from_secs(1),
+            "{watches:?}"
+        );
+    }
+    update(&server, "cm-0", "later");
+    h.converge(&server).await;
+    assert_eq!(requests(&server, Verb::List).len(), 1, "no relist");
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    h.stop().await;
+}
