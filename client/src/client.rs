@@ -385,13 +385,17 @@ impl Client {
         })
     }
 
-    /// Starts a watch: not rate-limited, and not bound by the request timeout
+    /// Starts a watch: rate-limited like every request (as in client-go: a
+    /// relist storm is throttled too), not bound by the request timeout
     /// beyond the response headers; it ends when the server ends it
     /// (`timeoutSeconds`). An HTTP error answer is returned as [`Error::Api`].
     pub async fn request_watch<K: DeserializeOwned>(
         &self,
         request: Request<Bytes>,
     ) -> Result<WatchStream<K>, Error> {
+        if let Some(limiter) = &self.inner.limiter {
+            limiter.acquire().await;
+        }
         let response = self.with_timeout(self.send(request)).await?;
         if !response.status().is_success() {
             return Err(self.error_response(response).await);

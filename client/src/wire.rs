@@ -446,9 +446,22 @@ mod tests {
     }
 
     #[test]
+    fn unknown_types_decode_with_their_version() {
+        let e: WatchEvent<ConfigMap> = serde_json::from_str(
+            r#"{"type":"SOMETHING","object":{"metadata":{"resourceVersion":"5"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(e.type_name(), "SOMETHING");
+        assert!(matches!(
+            e,
+            WatchEvent::Unknown { resource_version: Some(v), .. } if v == "5"
+        ));
+    }
+
+    #[test]
     fn rejects_bad_events() {
-        // (an unknown type is not bad: it decodes as `Unknown`, issue 12.6)
         for bad in [
+            r#"{"type":"SOMETHING","object":{"metadata":5}}"#,
             r#"{"type":"ADDED"}"#,
             r#"{"object":{}}"#,
             r#"{"type":"ADDED","object":{"metadata":5}}"#,

@@ -158,6 +158,18 @@ impl<K: Object> ReplaceStream<'_, K> {
         Ok(())
     }
 
+    /// Takes back a listed object deleted before the list ended (a DELETED
+    /// among WatchList's initial events, on servers that send them): its key
+    /// counts as not listed, so [`finish`](Self::finish) queues its
+    /// deletion if it is queued or known, like any vanished key.
+    ///
+    /// Fails with [`FifoError::Key`] for an object without a name.
+    pub fn remove(&mut self, obj: &K) -> Result<(), FifoError> {
+        let key = (self.fifo.key_fn)(obj)?;
+        self.seen.remove(key.as_str());
+        Ok(())
+    }
+
     /// How many distinct keys this stream has listed so far.
     pub fn len(&self) -> usize {
         self.seen.len()
@@ -274,6 +286,28 @@ mod tests {
             Delta::Deleted(ObjectOrTombstone::Tombstone(t)) => t.clone(),
             other => panic!("{key}: expected a tombstone, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn df4_an_object_removed_from_the_stream_is_deleted_at_finish() {
+        let store = Arc::new(Store::default());
+        store.insert(&cm("a", 1));
+        let fifo = fifo_with(&store);
+        let mut stream = fifo.begin_replace().unwrap();
+        stream.add(cm("a", 2)).unwrap();
+        stream.add(cm("b", 3)).unwrap();
+        // "a" then deleted before the end of the initial events
+        stream.remove(&cm("a", 4)).unwrap();
+        assert_eq!(stream.len(), 1);
+        stream.finish("5").unwrap();
+        assert_eq!(
+            summary(&fifo.get_by_key("ns/a").unwrap()),
+            [(Replaced, "2".into(), false), (Deleted, "2".into(), true)]
+        );
+        assert_eq!(
+            summary(&fifo.get_by_key("ns/b").unwrap()),
+            [(Replaced, "3".into(), false)]
+        );
     }
 
     #[test]

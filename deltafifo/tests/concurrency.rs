@@ -209,9 +209,14 @@ fn df3_df4_df6_concurrent_watch_relists_and_resyncs_converge_to_the_server_state
     let resyncer = {
         let (fifo, stop) = (Arc::clone(&fifo), Arc::clone(&stop));
         thread::spawn(move || {
+            // at least one resync whatever the timing (a loaded machine may
+            // run the whole relist schedule before this thread starts)
             let mut resyncs = 0u32;
-            while !stop.load(Ordering::Relaxed) && fifo.resync().is_ok() {
+            while fifo.resync().is_ok() {
                 resyncs += 1;
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 thread::sleep(Duration::from_micros(200));
             }
             resyncs

@@ -40,15 +40,16 @@ pub enum ReflectorError {
     /// (the server is likely closing watches at once).
     #[error("very short watch: it ended after {0:?} without any event")]
     ShortWatch(Duration),
-    /// The server does not support WatchList (`sendInitialEvents`); the
-    /// reflector uses list + watch from now on.
+    /// The server refused WatchList (`sendInitialEvents`); the reflector
+    /// lists instead for this attempt.
     #[error("WatchList is not supported by the server ({reason}); falling back to list and watch")]
     WatchListUnsupported {
         /// How that showed.
         reason: String,
     },
     /// A WatchList stream ended before its `k8s.io/initial-events-end`
-    /// bookmark; nothing was deleted and it is retried.
+    /// bookmark; nothing was deleted, and the reflector lists instead for
+    /// this attempt.
     #[error("the WatchList stream ended before its initial events were complete")]
     WatchListIncomplete,
     /// The DeltaFIFO refused a change (it was closed, or an object had no key).

@@ -39,7 +39,7 @@ where
         let (rv, rv_match) = self.list_target();
         let listed = match self.list_at(&rv, rv_match).await {
             Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
-                self.report(&e);
+                self.note_retry(&e);
                 self.state.lock().last_rv_unavailable = true;
                 let (rv, rv_match) = self.list_target();
                 self.list_at(&rv, rv_match).await?
@@ -106,7 +106,7 @@ where
                     // RF2: the snapshot behind the token is gone; list it all
                     // again in one go, deleting nothing for the partial pages,
                     // and not older than what they delivered (RF1)
-                    self.report(&e);
+                    self.note_retry(&e);
                     drop(replace);
                     replace = self.fifo.begin_replace()?;
                     let (rv, rv_match) = self.list_target();

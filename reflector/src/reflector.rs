@@ -40,10 +40,6 @@ pub(crate) struct SyncState {
     /// A list at `"0"` came back in pages: the server honours `limit` even
     /// there (no watch cache), so relists are paged too.
     pub(crate) paginated_result: bool,
-    /// The server refused WatchList: list and watch from now on (RF6).
-    pub(crate) watch_list_refused: bool,
-    /// WatchList streams that ended cleanly before their initial events did.
-    pub(crate) watch_list_incomplete: u32,
     /// A list (or WatchList sync) has succeeded once.
     pub(crate) synced_once: bool,
     /// The newest resourceVersion that lists or WatchLists since the last
@@ -95,10 +91,11 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///   after two healthy minutes ([`BackoffConfig`](crate::BackoffConfig));
 /// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the
 ///   state comes from a watch with `sendInitialEvents=true`: the initial
-///   events stream into [`DeltaFifo::begin_replace`], which is finished at the
-///   bookmark annotated `k8s.io/initial-events-end` (a stream that fails
-///   before it deletes nothing and is retried); a server that refuses it
-///   (400/403/422, or shows it ignores it) gets list + watch from then on;
+///   events (changes and plain bookmarks among them applied too) stream
+///   into [`DeltaFifo::begin_replace`], which is finished at the bookmark
+///   annotated `k8s.io/initial-events-end`; a stream or request that fails
+///   before it deletes nothing, and that attempt lists instead (client-go);
+///   the next attempt tries WatchList again;
 /// - **RF7** a watch event that does not decode, or holds an object of
 ///   another kind, is an error that restarts the watch (from the last
 ///   version; after three such failures in a row without progress, a
@@ -111,7 +108,10 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///
 /// It also resyncs the FIFO every [`resync_period`](ReflectorConfig::resync_period)
 /// (when [`should_resync`](ReflectorConfig::should_resync) agrees), calls
-/// the [`error_handler`](ReflectorConfig::error_handler) on every failure,
+/// the [`error_handler`](ReflectorConfig::error_handler) on every failure
+/// that ends a ListAndWatch iteration (not on those healed at once: a list
+/// retried at `""`, an expired continue token, a re-watch, the WatchList
+/// fallback; those are logged at debug),
 /// and reports to [`metrics`](ReflectorConfig::metrics).
 pub struct Reflector<K: Object> {
     pub(crate) lister_watcher: Arc<dyn ListerWatcher<K>>,
@@ -246,18 +246,18 @@ where
     /// Gets the current state into the FIFO: through WatchList when enabled
     /// and supported (returning the watch to go on with), else a list.
     async fn sync(&self) -> Result<Option<WatchEventStream<K>>, ReflectorError> {
-        let use_watch_list = self.config.use_watch_list && !self.state.lock().watch_list_refused;
-        if use_watch_list {
+        if self.config.use_watch_list {
             match self.watch_list().await {
                 Ok(stream) => return Ok(Some(stream)),
-                Err(e) => match e {
-                    ReflectorError::WatchListUnsupported { .. } => {
-                        tracing::info!(reflector = %self.config.name, error = %e, "falling back to list and watch");
-                        self.state.lock().watch_list_refused = true;
-                        self.report(&e);
-                    }
-                    other => return Err(other),
-                },
+                Err(e) if e.is_fifo_closed() => return Err(e),
+                // client-go: any WatchList failure falls back to a list for
+                // this attempt (making progress beats waiting); the next
+                // attempt tries WatchList again (a 403 while RBAC propagates
+                // must not turn it off for good)
+                Err(e) => {
+                    tracing::warn!(reflector = %self.config.name, error = %e, "WatchList failed; listing instead for this attempt");
+                    self.metrics.failure();
+                }
             }
         }
         self.list().await?;
@@ -326,7 +326,17 @@ where
         delay
     }
 
-    /// Hands a failure to the error handler, the log and the metrics.
+    /// A failure the reflector heals at once (a list retried at `""`, an
+    /// expired continue token, a re-watch): counted and logged at debug,
+    /// not handed to the error handler, which (as in client-go) hears only
+    /// of failures that end a ListAndWatch iteration.
+    pub(crate) fn note_retry(&self, error: &ReflectorError) {
+        self.metrics.failure();
+        tracing::debug!(reflector = %self.config.name, %error, "retrying");
+    }
+
+    /// Hands a failure that ended a ListAndWatch iteration to the error
+    /// handler, the log and the metrics.
     pub(crate) fn report(&self, error: &ReflectorError) {
         self.metrics.failure();
         if error.is_expired() {

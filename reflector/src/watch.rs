@@ -89,7 +89,12 @@ where
                 None
             }
         };
-        self.report(&error);
+        match error.watch_recovery() {
+            // RF7: bad data is never silent (client-go would even relist)
+            Recovery::RewatchUnlessRepeated => self.report(&error),
+            // 429, a refused connection: healed by watching again
+            _ => self.note_retry(&error),
+        }
         tokio::time::sleep(self.next_backoff(at_least)).await;
         Ok(())
     }

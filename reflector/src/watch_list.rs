@@ -1,9 +1,10 @@
 //! WatchList (RF6): the state arrives as the initial events of a watch
 //! with `sendInitialEvents=true`, streamed straight into the FIFO's replace
-//! and finished at the bookmark annotated `k8s.io/initial-events-end`. A
-//! stream that fails before that bookmark deletes nothing and is retried;
-//! a server that refuses WatchList, or shows it ignores it, makes the
-//! reflector fall back to list + watch for good.
+//! and finished at the bookmark annotated `k8s.io/initial-events-end`
+//! (changes and plain bookmarks before it are applied too). A stream that
+//! fails before that bookmark deletes nothing; like client-go, the
+//! reflector then lists instead for this attempt, and tries WatchList again
+//! on the next one.
 
 use std::time::Instant;
 
@@ -17,10 +18,6 @@ use crate::error::ReflectorError;
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::WatchEventType;
 use crate::reflector::{keep_newest, Reflector};
-
-/// Clean ends before the initial-events bookmark, in a row, after which the
-/// server is taken not to support WatchList.
-const INCOMPLETE_BEFORE_FALLBACK: u32 = 2;
 
 /// Whether a watch request's error says the server refuses WatchList
 /// (an old server rejecting `sendInitialEvents` or `resourceVersionMatch`
@@ -46,7 +43,7 @@ where
     pub(crate) async fn watch_list(&self) -> Result<WatchEventStream<K>, ReflectorError> {
         match self.watch_list_once().await {
             Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
-                self.report(&e);
+                self.note_retry(&e);
                 self.state.lock().last_rv_unavailable = true;
                 self.watch_list_once().await
             }
@@ -100,7 +97,7 @@ where
         let mut items = 0u64;
         loop {
             let event = match stream.next().await {
-                None => return Err(self.incomplete()),
+                None => return Err(ReflectorError::WatchListIncomplete),
                 Some(Err(e)) => return Err(ReflectorError::Watch(e)),
                 Some(Ok(event)) => event,
             };
@@ -132,7 +129,6 @@ where
                         let mut state = self.state.lock();
                         state.last_rv_unavailable = false;
                         state.synced_once = true;
-                        state.watch_list_incomplete = 0;
                         state.delivered_floor = None;
                     }
                     self.metrics.list_finished(items, started.elapsed());
@@ -140,15 +136,31 @@ where
                     self.set_last_sync_rv(rv);
                     return Ok(stream);
                 }
-                WatchEvent::Bookmark(_) => {
-                    return Err(unsupported(
-                        "a bookmark without the k8s.io/initial-events-end annotation came before the initial events ended",
-                    ))
+                // servers before kubernetes#127012 (and some aggregated
+                // ones) send changes and plain bookmarks among the initial
+                // events: applied, as client-go applies them to its
+                // temporary store
+                WatchEvent::Bookmark(bookmark) => {
+                    self.metrics.watch_event(WatchEventType::Bookmark);
+                    if let Some(expected) = &self.expected {
+                        self.check_type_meta(
+                            expected,
+                            bookmark.api_version.as_deref(),
+                            bookmark.kind.as_deref(),
+                        )?;
+                    }
                 }
-                WatchEvent::Modified(_) | WatchEvent::Deleted(_) => {
-                    return Err(unsupported(
-                        "a MODIFIED or DELETED event came among the initial events",
-                    ))
+                WatchEvent::Modified(obj) => {
+                    self.metrics.watch_event(WatchEventType::Modified);
+                    let delivered = obj.resource_version().map(str::to_owned);
+                    replace.add(self.prepare(obj)?)?;
+                    self.note_delivered(delivered.as_deref());
+                }
+                WatchEvent::Deleted(obj) => {
+                    self.metrics.watch_event(WatchEventType::Deleted);
+                    let delivered = obj.resource_version().map(str::to_owned);
+                    replace.remove(&self.prepare(obj)?)?;
+                    self.note_delivered(delivered.as_deref());
                 }
                 WatchEvent::Error(status) => {
                     self.metrics.watch_event(WatchEventType::Error);
@@ -158,18 +170,6 @@ where
                     tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
                 }
             }
-        }
-    }
-
-    /// A stream ended cleanly before its initial events did: retry, unless
-    /// it keeps happening (the server ignores `sendInitialEvents`).
-    fn incomplete(&self) -> ReflectorError {
-        let mut state = self.state.lock();
-        state.watch_list_incomplete += 1;
-        if state.watch_list_incomplete >= INCOMPLETE_BEFORE_FALLBACK {
-            unsupported("WatchList streams keep ending without the initial-events-end bookmark")
-        } else {
-            ReflectorError::WatchListIncomplete
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Fault injection: what a test can make the server do to its clients —
 //! drop watches, expire lists and watches, compact history, fail requests
 //! with 429 / 500 / 503, add latency, corrupt a watch frame, pause watch
-//! delivery, serve from a lagging replica. Shared by the library handle and the admin HTTP endpoint.
+//! delivery, serve from a lagging replica, answer watches 429 while a
+//! watch cache initializes. Shared by the library handle and the admin HTTP endpoint.
 
 use crate::http::request::Verb;
 use crate::rest::Core;
@@ -95,6 +96,7 @@ pub(crate) struct FaultState {
     latency_ms: AtomicU64,
     failures: Mutex<Vec<InjectedFailures>>,
     lagging: Mutex<Option<Lagging>>,
+    initializing: Mutex<Vec<(String, std::time::Instant)>>,
     expire_lists: AtomicU64,
     expire_watches: AtomicU64,
     close_after: AtomicU64,
@@ -118,6 +120,7 @@ impl Faults {
                 latency_ms: AtomicU64::new(0),
                 failures: Mutex::new(Vec::new()),
                 lagging: Mutex::new(None),
+                initializing: Mutex::new(Vec::new()),
                 expire_lists: AtomicU64::new(0),
                 expire_watches: AtomicU64::new(0),
                 close_after: AtomicU64::new(0),
@@ -198,6 +201,18 @@ impl Faults {
         });
     }
 
+    /// For the next `duration`, watches of `resource` (its plural, or
+    /// plural and group as in [`FaultScope::resource`]) answer HTTP 429
+    /// "storage is (re)initializing" with `Retry-After: 1`, as
+    /// kube-apiserver does while the watch cache of a CRD just established
+    /// initializes.
+    pub fn initialize_watch_cache(&self, resource: &str, duration: Duration) {
+        let until = std::time::Instant::now() + duration;
+        let mut list = self.inner.initializing.lock();
+        list.retain(|(name, _)| name != resource);
+        list.push((resource.to_owned(), until));
+    }
+
     /// Every API request waits this long before it is served.
     pub fn set_latency(&self, latency: Duration) {
         let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
@@ -233,6 +248,7 @@ impl Faults {
         s.latency_ms.store(0, Ordering::SeqCst);
         s.failures.lock().clear();
         *s.lagging.lock() = None;
+        s.initializing.lock().clear();
         s.expire_lists.store(0, Ordering::SeqCst);
         s.expire_watches.store(0, Ordering::SeqCst);
         s.close_after.store(0, Ordering::SeqCst);
@@ -262,6 +278,14 @@ impl Faults {
             list.remove(idx);
         }
         Some(failure)
+    }
+
+    /// Whether the watch cache of `resource` is initializing.
+    pub(crate) fn initializing(&self, resource: ScopedResource<'_>) -> bool {
+        let now = std::time::Instant::now();
+        let mut list = self.inner.initializing.lock();
+        list.retain(|(_, until)| *until > now);
+        list.iter().any(|(name, _)| resource.is(name))
     }
 
     /// The lagging replica's version, if it serves this request.

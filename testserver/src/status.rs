@@ -401,6 +401,15 @@ impl StatusError {
         )
     }
 
+    /// 429 for a watch whose watch cache is still initializing (as
+    /// kube-apiserver answers right after a CRD is established).
+    pub fn storage_initializing() -> Self {
+        let mut e = Self::new(429, "TooManyRequests", "storage is (re)initializing")
+            .with_details(json!({"retryAfterSeconds": 1}));
+        e.retry_after = Some(1);
+        e
+    }
+
     /// 429 `TooManyRequests` with `Retry-After`.
     pub fn too_many_requests(retry_after: u64) -> Self {
         let mut e = Self::new(

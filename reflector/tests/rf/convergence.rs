@@ -43,6 +43,8 @@ enum Step {
     /// The next lists and watches come from a replica this many versions
     /// behind.
     Lagging(u8),
+    /// Watches answer 429 while the watch cache initializes.
+    Initializing(u8),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -63,6 +65,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (1u8..5).prop_map(Step::CloseWatchesAfter),
         3 => (1u8..10).prop_map(Step::Sleep),
         2 => (1u8..40).prop_map(Step::Lagging),
+        1 => (1u8..10).prop_map(Step::Initializing),
     ]
 }
 
@@ -126,6 +129,9 @@ fn apply(server: &TestServer, step: &Step, round: usize) -> Duration {
         Step::Lagging(k) => {
             let now = bump_version(server);
             faults.serve_from_lagging_replica(3, now.saturating_sub(u64::from(k)));
+        }
+        Step::Initializing(n) => {
+            faults.initialize_watch_cache("configmaps", Duration::from_millis(u64::from(n) * 50));
         }
     }
     Duration::from_millis(5)

@@ -217,6 +217,7 @@ async fn rf4_a_410_http_answer_to_a_watch_relists_and_other_errors_relist_after_
     let h = Harness::for_url(&proxy.url(), config());
     h.synced().await;
     for (code, reason) in [(410, "Gone"), (403, "Forbidden")] {
+        wait_watch_delivered(&server, &h).await;
         let lists = requests(&server, Verb::List).len();
         let answered = Arc::new(AtomicUsize::new(0));
         proxy.set_rule({
@@ -466,4 +467,25 @@ async fn an_unknown_event_type_is_skipped_and_its_version_kept() {
     let last = requests(&server, Verb::Watch).pop().unwrap();
     assert_eq!(param(&last.query, "resourceVersion"), Some(rv.to_string()));
     h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_requests_go_through_the_client_rate_limiter() {
+    let server = server().await;
+    seed(&server, 1);
+    let client = kcontrol_client::Client::new(
+        kcontrol_client::Config::new(server.url().parse().unwrap())
+            .with_rate_limit(Some(kcontrol_client::RateLimit { qps: 4.0, burst: 1 })),
+    )
+    .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, NS);
+    let started = std::time::Instant::now();
+    let mut streams = Vec::new();
+    for _ in 0..5 {
+        let params = kcontrol_client::WatchParams::default().timeout(5);
+        streams.push(api.watch(&params, "").await.unwrap());
+    }
+    // one at once, then one every 250 ms at least
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(900), "5 watches in {took:?}");
 }

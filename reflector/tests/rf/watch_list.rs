@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
-use kcontrol_reflector::{ReflectorConfig, ReflectorError};
+use kcontrol_reflector::ReflectorConfig;
 use kcontrol_testserver::Verb;
 
 use crate::support::*;
@@ -79,33 +79,22 @@ async fn rf6_syncs_from_initial_events_without_any_list() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rf6_a_stream_that_ends_before_the_end_bookmark_deletes_nothing_and_is_retried() {
+async fn rf6_a_stream_that_ends_before_the_end_bookmark_deletes_nothing_and_lists_instead() {
     let server = server().await;
     seed(&server, 50);
-    let faults = server.faults().clone();
-    let h = Harness::for_url(
-        server.url(),
-        config().error_handler(move |e: &ReflectorError| {
-            if matches!(e, ReflectorError::WatchListIncomplete) {
-                faults.close_watches_after(None);
-            }
-        }),
-    );
+    let h = Harness::for_url(server.url(), config());
     h.synced().await;
     h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
     // the next WatchList stream ends after 10 of its 50 initial events
     server.faults().close_watches_after(Some(10));
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    let errors = h.errors.clone();
-    wait_for("the cut WatchList", DEADLINE, || {
-        errors
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|e| e.contains("before its initial events were complete"))
+    wait_for("the fallback list", DEADLINE, || {
+        requests(&server, Verb::List).len() == 1
     })
     .await;
+    server.faults().close_watches_after(None);
     update(&server, "cm-7", "after");
     h.converge(&server).await;
     assert_eq!(h.tombstones(), 0, "the cut stream deleted nothing");
@@ -114,32 +103,34 @@ async fn rf6_a_stream_that_ends_before_the_end_bookmark_deletes_nothing_and_is_r
         .into_iter()
         .filter(|w| param(&w.query, "sendInitialEvents").is_some())
         .count();
-    assert_eq!(watch_lists, 3, "first sync, the cut one, its retry");
-    assert_eq!(
-        requests(&server, Verb::List).len(),
-        0,
-        "no fallback to list"
+    assert_eq!(watch_lists, 2, "first sync, the cut one");
+    // the fallback is not an error a controller needs to hear about
+    assert!(
+        h.errors().iter().all(|e| !e.contains("initial events")),
+        "{:?}",
+        h.errors()
     );
     h.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rf6_falls_back_to_list_and_watch_for_good_when_the_server_refuses() {
+async fn rf6_a_refused_watch_list_lists_for_this_attempt_and_is_tried_again() {
     let server = server().await;
     seed(&server, 20);
     let proxy = Proxy::start(server.url()).await;
-    let refused = Arc::new(AtomicUsize::new(0));
+    // a 403 while RBAC propagates: only the first WatchList is refused
+    let tried = Arc::new(AtomicUsize::new(0));
     proxy.set_rule({
-        let refused = refused.clone();
+        let tried = tried.clone();
         move |_, _, q| {
-            if param(q, "sendInitialEvents").is_some() {
-                refused.fetch_add(1, Ordering::SeqCst);
+            if param(q, "sendInitialEvents").is_some() && tried.fetch_add(1, Ordering::SeqCst) == 0
+            {
                 Action::Respond(
-                    422,
+                    403,
                     status(
-                        422,
-                        "Invalid",
-                        "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch",
+                        403,
+                        "Forbidden",
+                        "configmaps is forbidden: User cannot watch",
                     ),
                 )
             } else {
@@ -150,25 +141,19 @@ async fn rf6_falls_back_to_list_and_watch_for_good_when_the_server_refuses() {
     let h = Harness::for_url(&proxy.url(), config());
     h.synced().await;
     h.converge(&server).await;
-    assert_eq!(requests(&server, Verb::List).len(), 1);
-    assert!(
-        h.errors()[0].starts_with("WatchList is not supported by the server"),
-        "{:?}",
-        h.errors()
-    );
-    // later relists list directly
+    assert_eq!(requests(&server, Verb::List).len(), 1, "listed instead");
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    // the next relist tries WatchList again, and it works now
+    wait_watch_delivered(&server, &h).await;
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    wait_for("a relist", DEADLINE, || {
-        requests(&server, Verb::List).len() == 2
+    wait_for("a second WatchList", DEADLINE, || {
+        tried.load(Ordering::SeqCst) >= 2
     })
     .await;
+    update(&server, "cm-1", "later");
     h.converge(&server).await;
-    assert_eq!(
-        refused.load(Ordering::SeqCst),
-        1,
-        "the fallback is remembered"
-    );
+    assert_eq!(requests(&server, Verb::List).len(), 1, "no list this time");
     h.stop().await;
 }
 
@@ -177,7 +162,8 @@ async fn rf6_falls_back_when_the_server_ignores_send_initial_events() {
     let server = server().await; // bookmarks every 300 ms
     seed(&server, 20);
     let proxy = Proxy::start(server.url()).await;
-    // an old server: drops the parameters it does not know
+    // an old server: drops the parameters it does not know, so its stream
+    // never sends the end bookmark and ends at its timeout
     proxy.set_rule(|_, _, q| {
         let kept: Vec<(String, String)> = form_urlencoded::parse(q.as_bytes())
             .into_owned()
@@ -189,23 +175,79 @@ async fn rf6_falls_back_when_the_server_ignores_send_initial_events() {
                 .finish(),
         )
     });
-    let h = Harness::for_url(&proxy.url(), config());
+    let h = Harness::for_url(
+        &proxy.url(),
+        config().min_watch_timeout(std::time::Duration::from_secs(1)),
+    );
     h.synced().await;
     h.converge(&server).await;
     assert!(
-        h.errors()
-            .iter()
-            .any(|e| e.contains("without the k8s.io/initial-events-end annotation")),
-        "{:?}",
-        h.errors()
-    );
-    assert_eq!(
-        requests(&server, Verb::List).len(),
-        1,
+        !requests(&server, Verb::List).is_empty(),
         "fell back to a list"
     );
     assert_eq!(h.tombstones(), 0);
     update(&server, "cm-2", "later");
+    h.converge(&server).await;
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf6_changes_and_plain_bookmarks_before_the_end_bookmark_are_applied() {
+    let server = server().await;
+    let objects = server.objects();
+    let a1 = objects
+        .create("configmaps", NS, configmap("a", "1"))
+        .unwrap();
+    let b = objects
+        .create("configmaps", NS, configmap("b", "1"))
+        .unwrap();
+    let a2 = objects
+        .update("configmaps", NS, configmap("a", "2"))
+        .unwrap();
+    objects.delete("configmaps", NS, "b").unwrap();
+    let now = bump_version(&server);
+    let frame = |t: &str, v: &serde_json::Value| format!("{{\"type\":\"{t}\",\"object\":{v}}}\n");
+    let bookmark = |end: bool| {
+        let mut meta = serde_json::json!({"resourceVersion": now.to_string()});
+        if end {
+            meta["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
+        }
+        frame(
+            "BOOKMARK",
+            &serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": meta}),
+        )
+    };
+    // a server before kubernetes#127012: the changes made while it sent the
+    // initial events, and a plain bookmark, come before the end bookmark
+    let body = [
+        frame("ADDED", a1.value()),
+        frame("ADDED", b.value()),
+        frame("MODIFIED", a2.value()),
+        frame("DELETED", b.value()),
+        bookmark(false),
+        bookmark(true),
+    ]
+    .concat();
+    let proxy = Proxy::start(server.url()).await;
+    let served = Arc::new(AtomicUsize::new(0));
+    proxy.set_rule({
+        let served = served.clone();
+        move |_, _, q| {
+            if param(q, "sendInitialEvents").is_some() && served.fetch_add(1, Ordering::SeqCst) == 0
+            {
+                Action::RespondRaw(body.clone())
+            } else {
+                Action::Forward(q.to_owned())
+            }
+        }
+    });
+    let h = Harness::for_url(&proxy.url(), config());
+    h.synced().await;
+    h.converge(&server).await;
+    assert_eq!(requests(&server, Verb::List).len(), 0, "no list");
+    assert!(h.errors().is_empty(), "{:?}", h.errors());
+    assert_eq!(h.tombstones(), 1, "b, deleted among the initial events");
+    update(&server, "a", "3");
     h.converge(&server).await;
     h.stop().await;
 }

@@ -126,6 +126,13 @@ pub(crate) async fn watch(
     output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let p = parse_params(state, q)?;
+    let scoped = crate::faults::ScopedResource {
+        plural: &info.resource,
+        group: &info.group,
+    };
+    if state.faults.initializing(scoped) {
+        return Err(StatusError::storage_initializing());
+    }
     let filter = Filter::parse(
         info,
         q.get("labelSelector").map(String::as_str),
