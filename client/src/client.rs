@@ -52,6 +52,7 @@ struct Inner {
     default_namespace: String,
     max_watch_frame_size: usize,
     metrics: OnceLock<Arc<dyn ClientMetrics>>,
+    max_response_size: usize,
 }
 
 impl std::fmt::Debug for Client {
@@ -122,6 +123,7 @@ impl Client {
             .cloned()
             .ok_or_else(|| invalid("server", "the URL has no host"))?;
         let path_prefix = url.path().trim_end_matches('/').to_owned();
+        config.check_credentials_transport()?;
         let cert_slot = Arc::new(ClientCertSlot::new());
         let auth = Authenticator::new(&config.auth, cert_slot.clone())?;
         let connector = connector(&config, cert_slot)?;
@@ -153,6 +155,7 @@ impl Client {
                 default_namespace: config.default_namespace,
                 max_watch_frame_size: config.max_watch_frame_size,
                 metrics: OnceLock::new(),
+                max_response_size: config.max_response_size,
             }),
         })
     }
@@ -327,12 +330,16 @@ impl Client {
         ApiError::from_response(code, retry_after, &body).into()
     }
 
-    /// Reads a whole body.
+    /// Reads a whole body, at most `max_response_size` bytes of it.
     async fn read_body(&self, body: Incoming) -> Result<Bytes, Error> {
-        body.collect()
-            .await
-            .map(|collected| collected.to_bytes())
-            .map_err(|e| self.transport_error(Box::new(e), false))
+        let limit = self.inner.max_response_size;
+        match Limited::new(body, limit).collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                Err(Error::ResponseTooLarge { limit })
+            }
+            Err(e) => Err(self.transport_error(e, false)),
+        }
     }
 
     /// Runs `work` under the request timeout.

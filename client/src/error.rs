@@ -62,6 +62,14 @@ pub enum Error {
         /// The configured maximum.
         limit: usize,
     },
+    /// A response body (a whole list, a single object) was larger than the
+    /// configured maximum ([`Config::max_response_size`](crate::Config::max_response_size));
+    /// reading stopped there.
+    #[error("response body exceeds the maximum response size of {limit} bytes (Config::max_response_size; use list_stream or paging for large lists)")]
+    ResponseTooLarge {
+        /// The configured maximum.
+        limit: usize,
+    },
     /// The request could not be built (bad name, bad parameter combination).
     #[error("invalid request: {0}")]
     InvalidRequest(String),

@@ -33,7 +33,10 @@
 //! let config = Config::from_custom_kubeconfig(&kubeconfig, &KubeconfigOptions::default())?;
 //! assert_eq!(config.default_namespace, "team-a");
 //! assert!(!format!("{config:?}").contains("not-a-real-token"));
-//! let client = Client::try_from(config)?;
+//! // A token is not sent over plain http:// unless explicitly allowed
+//! // (meant for loopback test servers).
+//! assert!(Client::try_from(config.clone()).is_err());
+//! let client = Client::try_from(config.with_http_credentials_allowed(true))?;
 //! assert_eq!(client.server(), "http://127.0.0.1:8001");
 //! # Ok::<(), kcontrol_client::Error>(())
 //! ```
@@ -89,7 +92,7 @@ pub use auth::AuthError;
 pub use client::Client;
 pub use config::{
     Auth, ClientIdentity, Config, ConfigError, ExecConfig, Kubeconfig, KubeconfigOptions,
-    RateLimit, TlsConfig, DEFAULT_MAX_WATCH_FRAME_SIZE,
+    RateLimit, TlsConfig, DEFAULT_MAX_RESPONSE_SIZE, DEFAULT_MAX_WATCH_FRAME_SIZE,
 };
 pub use discovery::{DiscoveredResource, Discovery};
 pub use error::{ApiError, BoxError, Error};

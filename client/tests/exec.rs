@@ -108,6 +108,7 @@ fn setup(dir: &Path, server: &str, ca_pem: Option<&str>, args: &[&str]) -> Confi
     Config::from_kubeconfig(&options)
         .unwrap()
         .with_rate_limit(None)
+        .with_http_credentials_allowed(true)
 }
 
 fn runs(dir: &Path) -> u32 {
@@ -278,7 +279,8 @@ async fn a_missing_plugin_shows_the_install_hint() {
         path: Some(path.into()),
         ..Default::default()
     })
-    .unwrap();
+    .unwrap()
+    .with_http_credentials_allowed(true);
     let err = get(&Client::try_from(config).unwrap()).await.unwrap_err();
     let text = err.to_string();
     assert!(text.contains("kcontrol-no-such-plugin"), "{text}");

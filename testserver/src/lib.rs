@@ -48,6 +48,8 @@ mod builtin;
 mod controllers;
 mod crd;
 mod faults;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod kubeconfig;
 mod meta;

@@ -220,10 +220,32 @@ impl ExecAuthenticator {
             return Err(self.error(format!(
                 "exited with {}; stderr: {}",
                 output.status,
-                stderr.trim()
+                self.redact(stderr.trim(), &output.stdout)
             )));
         }
         self.parse(&output.stdout)
+    }
+
+    /// The plugin's stderr for an error message, with every secret the
+    /// client knows of replaced by `[REDACTED]`: the values of the
+    /// environment given to the plugin, and whatever it printed on stdout
+    /// (which may hold a token even when the plugin fails).
+    fn redact(&self, stderr: &str, stdout: &[u8]) -> String {
+        let stdout = String::from_utf8_lossy(stdout);
+        let secrets = self
+            .config
+            .env
+            .iter()
+            .map(|v| v.value.expose_secret())
+            .chain(stdout.lines().map(str::trim))
+            .filter(|secret| !secret.is_empty());
+        let mut text = stderr.to_owned();
+        for secret in secrets {
+            if text.contains(secret) {
+                text = text.replace(secret, "[REDACTED]");
+            }
+        }
+        text
     }
 
     fn spawn_error(&self, e: &std::io::Error) -> AuthError {
@@ -328,6 +350,22 @@ mod tests {
             .unwrap();
         assert_eq!(creds.header.as_ref().unwrap(), "Bearer t0k");
         assert!(!creds.is_valid());
+    }
+
+    #[test]
+    fn stderr_is_redacted_of_known_secrets() {
+        let config: ExecConfig = serde_json::from_value(serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "unused",
+            "env": [{"name": "KEY", "value": "env-sekrit"}, {"name": "EMPTY", "value": ""}],
+        }))
+        .unwrap();
+        let auth = ExecAuthenticator::new(config, Arc::new(ClientCertSlot::new()));
+        let text = auth.redact(
+            "bad key env-sekrit; printed out-sekrit; plain words",
+            b"out-sekrit\n\n",
+        );
+        assert_eq!(text, "bad key [REDACTED]; printed [REDACTED]; plain words");
     }
 
     #[test]

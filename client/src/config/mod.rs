@@ -23,10 +23,16 @@ pub use kubeconfig::{
 /// The default maximum size of one watch frame (one JSON event line): 64 MiB.
 pub const DEFAULT_MAX_WATCH_FRAME_SIZE: usize = 64 * 1024 * 1024;
 
+/// The default maximum size of one whole (non-streamed) response body, such
+/// as a list read by `Api::list`: 1 GiB. [`Api::list_stream`](crate::Api::list_stream)
+/// never holds a whole list and is bounded per item instead.
+pub const DEFAULT_MAX_RESPONSE_SIZE: usize = 1024 * 1024 * 1024;
+
 /// How a [`Client`](crate::Client) reaches and authenticates to an API server.
 ///
-/// `Debug` never shows a secret (tokens, passwords, keys, exec environment values).
-#[derive(Clone, Debug)]
+/// `Debug` never shows a secret (tokens, passwords, keys, exec environment
+/// values, a password in the URL's user information).
+#[derive(Clone)]
 pub struct Config {
     /// The server URL, e.g. `https://10.0.0.1:6443`; it may carry a path
     /// prefix (`https://proxy/k8s/clusters/c1`), prepended to every request.
@@ -51,6 +57,47 @@ pub struct Config {
     /// The largest watch frame accepted before the stream fails
     /// ([`DEFAULT_MAX_WATCH_FRAME_SIZE`] by default).
     pub max_watch_frame_size: usize,
+    /// The largest whole response body read (a list, an object, a patch
+    /// answer) before the request fails with
+    /// [`Error::ResponseTooLarge`](crate::Error::ResponseTooLarge)
+    /// ([`DEFAULT_MAX_RESPONSE_SIZE`] by default).
+    pub max_response_size: usize,
+    /// Send credentials (bearer token, token file, exec plugin token, basic
+    /// auth) to an `http://` server. Off by default: [`Client::new`](crate::Client::new)
+    /// refuses such a configuration, as the credentials would cross the
+    /// network in clear text. Meant for loopback test servers only.
+    pub allow_http_credentials: bool,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("cluster_url", &redacted_url(&self.cluster_url))
+            .field("default_namespace", &self.default_namespace)
+            .field("tls", &self.tls)
+            .field("auth", &self.auth)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("rate_limit", &self.rate_limit)
+            .field("user_agent", &self.user_agent)
+            .field("max_watch_frame_size", &self.max_watch_frame_size)
+            .field("max_response_size", &self.max_response_size)
+            .field("allow_http_credentials", &self.allow_http_credentials)
+            .finish()
+    }
+}
+
+/// A URL for messages: user information (`user:password@`) is replaced by
+/// `[REDACTED]@`.
+pub(crate) fn redacted_url(url: &http::Uri) -> String {
+    let text = url.to_string();
+    match url.authority().map(http::uri::Authority::as_str) {
+        Some(authority) if authority.contains('@') => {
+            let host = authority.rsplit_once('@').map_or("", |(_, host)| host);
+            text.replacen(authority, &format!("[REDACTED]@{host}"), 1)
+        }
+        _ => text,
+    }
 }
 
 /// TLS settings of a [`Config`].
@@ -267,6 +314,8 @@ impl Config {
             rate_limit: Some(RateLimit::default()),
             user_agent: default_user_agent(),
             max_watch_frame_size: DEFAULT_MAX_WATCH_FRAME_SIZE,
+            max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
+            allow_http_credentials: false,
         }
     }
 
@@ -348,5 +397,60 @@ impl Config {
     pub fn with_max_watch_frame_size(mut self, bytes: usize) -> Self {
         self.max_watch_frame_size = bytes;
         self
+    }
+
+    /// Sets the maximum size of a whole response body.
+    #[must_use]
+    pub fn with_max_response_size(mut self, bytes: usize) -> Self {
+        self.max_response_size = bytes;
+        self
+    }
+
+    /// Allows (or, the default, refuses) sending credentials to an
+    /// `http://` server: see [`Config::allow_http_credentials`].
+    #[must_use]
+    pub fn with_http_credentials_allowed(mut self, allow: bool) -> Self {
+        self.allow_http_credentials = allow;
+        self
+    }
+
+    /// Refuses credentials over plain HTTP unless allowed, and a URL with
+    /// user information (which would show up in messages): called by
+    /// [`Client::new`](crate::Client::new).
+    pub(crate) fn check_credentials_transport(&self) -> Result<(), ConfigError> {
+        if self
+            .cluster_url
+            .authority()
+            .is_some_and(|a| a.as_str().contains('@'))
+        {
+            return Err(ConfigError::Invalid {
+                field: "server".to_owned(),
+                message: format!(
+                    "{} carries user information (user:password@); set credentials with Config::auth",
+                    redacted_url(&self.cluster_url)
+                ),
+            });
+        }
+        let credential = match &self.auth {
+            Auth::None => return Ok(()),
+            Auth::Basic { .. } => "a username and password",
+            Auth::Bearer(_) => "a bearer token",
+            Auth::TokenFile(_) => "a bearer token (token file)",
+            Auth::Exec(_) => "a bearer token (exec plugin)",
+        };
+        if self.cluster_url.scheme() != Some(&http::uri::Scheme::HTTP)
+            || self.allow_http_credentials
+        {
+            return Ok(());
+        }
+        Err(ConfigError::Invalid {
+            field: "server".to_owned(),
+            message: format!(
+                "{credential} would be sent in clear text to {}; use an https:// server, \
+                 or set Config::allow_http_credentials (with_http_credentials_allowed) \
+                 for a loopback test server",
+                redacted_url(&self.cluster_url)
+            ),
+        })
     }
 }

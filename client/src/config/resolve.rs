@@ -171,6 +171,16 @@ fn server_url(cluster: &Cluster, at: &dyn Fn(&str) -> String) -> Result<http::Ur
         .as_deref()
         .filter(|s| !s.is_empty())
         .ok_or_else(|| invalid(at("server"), "not set"))?;
+    // `user:password@host`: refused without quoting the URL, which would
+    // print the password (and the client would not use it anyway).
+    let after_scheme = server.split_once("://").map_or(server, |(_, rest)| rest);
+    let authority = after_scheme.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(invalid(
+            at("server"),
+            "the URL carries user information (user:password@); put credentials in the user entry",
+        ));
+    }
     let with_scheme = if server.contains("://") {
         server.to_owned()
     } else {
@@ -272,6 +282,11 @@ fn client_identity(
         "client-key",
         at,
     )?;
+    if key_data.as_deref().is_none_or(str::is_empty) {
+        if let Some(path) = user.client_key.as_deref().filter(|p| !p.is_empty()) {
+            warn_if_shared(Path::new(path), &at("client-key"));
+        }
+    }
     match (cert, key) {
         (None, None) => Ok(None),
         (Some(cert), Some(key)) => Ok(Some(ClientIdentity::new(
@@ -287,6 +302,30 @@ fn client_identity(
             "a client key is set without a certificate",
         )),
     }
+}
+
+/// Logs a warning when a private key file can be read by its group or by
+/// everyone (mode bits `0o077`), as ssh does: anyone on the machine could
+/// then impersonate the user. Unix only; a file that cannot be inspected
+/// has already failed to load.
+fn warn_if_shared(path: &Path, field_name: &str) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            let mode = meta.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    field = field_name,
+                    path = %path.display(),
+                    mode = format_args!("{mode:o}"),
+                    "the private key file is readable by its group or by others; restrict it with chmod 600"
+                );
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (path, field_name);
 }
 
 fn user_auth(user: &AuthInfo, at: &dyn Fn(&str) -> String) -> Result<Auth, ConfigError> {

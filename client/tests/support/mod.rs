@@ -280,9 +280,12 @@ impl TestServer {
         format!("https://localhost:{}", self.addr.port())
     }
 
-    /// A client configuration for this server, without rate limiting.
+    /// A client configuration for this server, without rate limiting, that
+    /// may send credentials to it over plain HTTP (it is on loopback).
     pub fn config(&self) -> Config {
-        Config::new(self.url().parse().unwrap()).with_rate_limit(None)
+        Config::new(self.url().parse().unwrap())
+            .with_rate_limit(None)
+            .with_http_credentials_allowed(true)
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
