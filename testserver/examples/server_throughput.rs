@@ -2,7 +2,7 @@
 //! as JSON (MB/s) and watch events delivered to one watcher (events/s),
 //! with objects shaped like `shared/fixtures/configmap-1k.json`.
 //!
-//! `cargo run --release -p kcontrol-testserver --example throughput`
+//! `cargo run --release -p kcontrol-testserver --example server_throughput`
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -8,7 +8,7 @@
 //! are printed per object; each run is repeated and the best kept.
 //!
 //! ```sh
-//! cargo run --release -p kcontrol-deltafifo --example throughput [N]
+//! cargo run --release -p kcontrol-deltafifo --example fifo_throughput [N]
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
