@@ -538,6 +538,9 @@ async fn child(path: &str) -> Result<(), String> {
         let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
         stdin_closed.cancel();
     });
-    running.await.map_err(|e| format!("controller task: {e}"))?;
+    running
+        .await
+        .map_err(|e| format!("controller task: {e}"))?
+        .map_err(|e| format!("controller: {e}"))?;
     Ok(())
 }

@@ -150,7 +150,10 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     let mut options = options(args, args.namespace.clone(), served);
     options.leader_election = leader_election;
     let controller = Controller::new(client, options).map_err(|e| CliError::Run(e.to_string()))?;
-    controller.run(shutdown).await;
+    controller
+        .run(shutdown)
+        .await
+        .map_err(|e| CliError::Run(e.to_string()))?;
     if controller.lost_leadership() {
         return Err(CliError::Run(
             "leader election lost: the Lease was not renewed in time".to_owned(),
@@ -204,7 +207,11 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
     let outcome = watch_progress(&objects, &shutdown, deadline, started).await;
 
     stop_controller.cancel();
-    let _ = running.await;
+    match running.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(run_error(&e)),
+        Err(e) => return Err(CliError::Run(format!("controller task: {e}"))),
+    }
     let counters = server.counters();
     let writes: u64 = ["create", "update", "patch", "delete"]
         .iter()

@@ -89,6 +89,10 @@ pub enum ControllerError {
     /// The leader election configuration is invalid.
     #[error(transparent)]
     LeaderElection(#[from] kcontrol_controller::LeaderElectionError),
+    /// `run` was called again: a controller runs once (its informers and
+    /// queue are stopped after the first run).
+    #[error("the controller has run already; build a new one to run again")]
+    AlreadyRun,
 }
 
 /// The Foo controller. Build it with [`Controller::new`], run it with
@@ -104,6 +108,7 @@ pub struct Controller {
     elector: Option<Arc<LeaderElector>>,
     leading: watch::Receiver<Option<CancellationToken>>,
     lost_leadership: AtomicBool,
+    ran: AtomicBool,
 }
 
 impl std::fmt::Debug for Controller {
@@ -186,6 +191,7 @@ impl Controller {
             elector,
             leading,
             lost_leadership: AtomicBool::new(false),
+            ran: AtomicBool::new(false),
         })
     }
 
@@ -252,7 +258,13 @@ impl Controller {
     /// this replica leads, and until it stops leading); then stops the
     /// informers, drains the queue (`shut_down_with_drain`: items in
     /// process finish), flushes the last events, and releases the Lease.
-    pub async fn run(&self, shutdown: CancellationToken) {
+    ///
+    /// # Errors
+    /// [`ControllerError::AlreadyRun`] at once when called a second time.
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), ControllerError> {
+        if self.ran.swap(true, Ordering::SeqCst) {
+            return Err(ControllerError::AlreadyRun);
+        }
         let informers_stop = CancellationToken::new();
         let synced = match self.informers.start(&informers_stop) {
             Ok(()) => self.wait_for_caches(&shutdown).await,
@@ -324,6 +336,7 @@ impl Controller {
             let _ = election.await;
         }
         tracing::info!(stats = ?self.stats(), "controller stopped");
+        Ok(())
     }
 
     /// Waits for both caches and both handlers' initial lists; false when

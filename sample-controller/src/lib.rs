@@ -26,7 +26,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use kcontrol_client::RateLimit;
-//! use sample_controller::controller::{Controller, ControllerOptions};
+//! use sample_controller::controller::{Controller, ControllerError, ControllerOptions};
 //! use sample_controller::{artifacts, embedded};
 //! use tokio_util::sync::CancellationToken;
 //!
@@ -54,7 +54,10 @@
 //! assert!(embedded::progress(&objects).all_synced());
 //! assert_eq!(controller.deployments().list().len(), 2);
 //! shutdown.cancel();
-//! running.await?;
+//! running.await??;
+//! // a controller runs once: a second run is an error at once
+//! let again = tokio::time::timeout(Duration::from_secs(10), controller.run(CancellationToken::new())).await?;
+//! assert!(matches!(again, Err(ControllerError::AlreadyRun)));
 //! # Ok(())
 //! # }
 //! ```
