@@ -400,9 +400,7 @@ impl Client {
         &self,
         request: Request<Bytes>,
     ) -> Result<WatchStream<K>, Error> {
-        if let Some(limiter) = &self.inner.limiter {
-            limiter.acquire().await;
-        }
+        self.rate_limit().await;
         let response = self.with_timeout(self.send(request)).await?;
         if !response.status().is_success() {
             return Err(self.error_response(response).await);
