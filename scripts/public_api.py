@@ -3,6 +3,7 @@ a crate exports at its root, its kind and the first line of its docs.
 Called by scripts/public-api."""
 
 import json
+import re
 import os
 import sys
 
@@ -10,12 +11,25 @@ START = "<!-- public-api:start -->"
 END = "<!-- public-api:end -->"
 
 
+LINK = re.compile(r"\[(`[^`]*`)\](\([^)]*\))?")
+
+
 def first_line(docs):
+    """The first sentence of the docs' first paragraph, intra-doc links
+    reduced to their text (README is not rustdoc)."""
+    paragraph = []
     for line in (docs or "").strip().splitlines():
         line = line.strip()
-        if line:
-            return line.replace("|", "\\|")
-    return ""
+        if not line:
+            break
+        paragraph.append(line)
+    text = LINK.sub(r"\1", " ".join(paragraph))
+    end = re.search(r"\.(\s|$)", text)
+    if end:
+        text = text[: end.start() + 1]
+    if len(text) > 160:
+        text = text[:157].rstrip() + "…"
+    return text.replace("|", "\\|")
 
 
 def kind_of(item):
@@ -34,9 +48,11 @@ def rows(doc):
             if use.get("is_glob"):
                 continue
             kind = kind_of(target) if target else "crate" if use["source"].count("::") == 0 else "item"
-            docs = (target or {}).get("docs") or ""
+            docs = (target or {}).get("docs") or item.get("docs") or ""
             if not docs and kind == "crate":
                 docs = "re-export of the `%s` crate" % use["source"]
+            elif not docs:
+                docs = "re-export of `%s`" % use["source"]
             yield use["name"], kind, first_line(docs)
         elif kind in ("impl", "macro") and not item.get("name"):
             continue
