@@ -243,7 +243,7 @@ pub struct RunningController {
     /// The controller (its caches and counters).
     pub controller: Arc<sample_controller::controller::Controller>,
     shutdown: tokio_util::sync::CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<Result<(), sample_controller::controller::ControllerError>>,
 }
 
 impl RunningController {
@@ -296,7 +296,8 @@ impl RunningController {
     pub async fn stop(self) {
         self.shutdown.cancel();
         match tokio::time::timeout(Duration::from_secs(60), self.task).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => panic!("the controller failed: {e}"),
             Ok(Err(e)) => panic!("the controller task failed: {e}"),
             Err(_) => panic!("the controller did not stop within 60 s"),
         }
