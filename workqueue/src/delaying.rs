@@ -180,6 +180,28 @@ mod tests {
         }
     }
 
+    /// A queue with more than three chunks of items scheduled an hour out,
+    /// and its silent clock moved two hours on: all are due, and only queue
+    /// operations (or a timer round) can see it. Returns the queue and the
+    /// number of items.
+    fn burst_due_on_a_silent_clock() -> (DelayingQueue<usize>, usize) {
+        let clock = Arc::new(SilentClock {
+            start: Instant::now(),
+            jumped: parking_lot::Mutex::new(Duration::ZERO),
+        });
+        let q: DelayingQueue<usize> =
+            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
+        let n = 3 * RELEASE_CHUNK + 17;
+        for i in 0..n {
+            q.add_after(
+                i,
+                Duration::from_secs(3600) + Duration::from_micros(i as u64),
+            );
+        }
+        *clock.jumped.lock() = Duration::from_secs(7200);
+        (q, n)
+    }
+
     /// Issue 14: `len`, `scheduled_len` and `Debug` release a burst of due
     /// items a chunk per hold of the lock, not all in one.
     #[test]
@@ -191,20 +213,7 @@ mod tests {
             ("Debug", |q| format!("{q:?}").len()),
         ];
         for (name, count) in counts {
-            let clock = Arc::new(SilentClock {
-                start: Instant::now(),
-                jumped: parking_lot::Mutex::new(Duration::ZERO),
-            });
-            let q: DelayingQueue<usize> =
-                DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
-            let n = 3 * RELEASE_CHUNK + 17;
-            for i in 0..n {
-                q.add_after(
-                    i,
-                    Duration::from_secs(3600) + Duration::from_micros(i as u64),
-                );
-            }
-            *clock.jumped.lock() = Duration::from_secs(7200);
+            let (q, n) = burst_due_on_a_silent_clock();
             count(&q);
             let most = q.queue.shared.lock_only().guard.released_per_hold.1;
             assert!(
@@ -221,20 +230,7 @@ mod tests {
     /// chunk when it took the lock, then the first of its loop).
     #[test]
     fn timer_round_releases_a_burst_a_chunk_per_hold_of_the_lock() {
-        let clock = Arc::new(SilentClock {
-            start: Instant::now(),
-            jumped: parking_lot::Mutex::new(Duration::ZERO),
-        });
-        let q: DelayingQueue<usize> =
-            DelayingQueue::with_config(QueueConfig::new().clock(clock.clone()));
-        let n = 3 * RELEASE_CHUNK + 17;
-        for i in 0..n {
-            q.add_after(
-                i,
-                Duration::from_secs(3600) + Duration::from_micros(i as u64),
-            );
-        }
-        *clock.jumped.lock() = Duration::from_secs(7200);
+        let (q, n) = burst_due_on_a_silent_clock();
         let round = crate::housekeeper::look(&q.queue.shared, &mut None);
         assert!(round.is_some(), "the queue is not shutting down");
         let most = q.queue.shared.lock_only().guard.released_per_hold.1;
