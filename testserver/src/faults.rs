@@ -2,7 +2,9 @@
 //! drop watches, expire lists and watches, compact history, fail requests
 //! with 429 / 500 / 503, add latency, corrupt a watch frame, pause watch
 //! delivery, serve from a lagging replica, answer watches 429 while a
-//! watch cache initializes. Shared by the library handle and the admin HTTP endpoint.
+//! watch cache initializes, restart (connections cut and refused, then
+//! 503s and an initializing watch cache, then 410 for versions older than
+//! the restart). Shared by the library handle and the admin HTTP endpoint.
 
 use crate::http::request::Verb;
 use crate::rest::Core;
@@ -64,6 +66,40 @@ impl FaultScope {
     }
 }
 
+/// An API server restart, as [`Faults::restart`] plays it: what a
+/// kube-apiserver killed with `kill -9` and started again looks like to its
+/// clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Restart {
+    /// How long the port refuses connections (the process is down).
+    pub down: Duration,
+    /// Then how long every API request answers 503 `ServiceUnavailable`
+    /// with `Retry-After: 1` (the server listens but is not ready).
+    pub unavailable: Duration,
+    /// Then how long watches answer 429 "storage is (re)initializing" with
+    /// `Retry-After: 1` (the watch cache fills; lists are served).
+    pub initializing: Duration,
+}
+
+/// Whether the server listens, as the accept loop and [`Faults::restart`]
+/// share it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Listening {
+    /// Accepting connections, after this many restarts.
+    Up { restarts: u64 },
+    /// A restart is asked for or under way.
+    Down(Restart),
+    /// The server has shut down.
+    Stopped,
+}
+
+/// The phases that follow a restart's return.
+#[derive(Clone, Copy, Debug)]
+struct AfterRestart {
+    unavailable_until: std::time::Instant,
+    initializing_until: std::time::Instant,
+}
+
 /// A replica whose watch cache is behind: it serves what a watch cache
 /// serves as of `rv`.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +133,8 @@ pub(crate) struct FaultState {
     failures: Mutex<Vec<InjectedFailures>>,
     lagging: Mutex<Option<Lagging>>,
     initializing: Mutex<Vec<(String, std::time::Instant)>>,
+    listening: watch::Sender<Listening>,
+    after_restart: Mutex<Option<AfterRestart>>,
     expire_lists: AtomicU64,
     expire_watches: AtomicU64,
     close_after: AtomicU64,
@@ -121,6 +159,8 @@ impl Faults {
                 failures: Mutex::new(Vec::new()),
                 lagging: Mutex::new(None),
                 initializing: Mutex::new(Vec::new()),
+                listening: watch::Sender::new(Listening::Up { restarts: 0 }),
+                after_restart: Mutex::new(None),
                 expire_lists: AtomicU64::new(0),
                 expire_watches: AtomicU64::new(0),
                 close_after: AtomicU64::new(0),
@@ -213,6 +253,40 @@ impl Faults {
         list.push((resource.to_owned(), until));
     }
 
+    /// Restarts the server as a killed kube-apiserver comes back: every
+    /// connection is cut (watches and requests under way end without a
+    /// word), the port refuses connections for `restart.down`, then every
+    /// API request answers 503 for `restart.unavailable`, then watches
+    /// answer 429 "storage is (re)initializing" for `restart.initializing`.
+    /// The stored objects survive (they are in etcd); the watch history
+    /// does not: a watch or exact read from a version older than the
+    /// restart answers 410 Expired, a list at such a version (not older
+    /// than) is served. Returns once the port accepts connections again
+    /// (or the server has shut down); a restart asked for while one is
+    /// under way waits for it and then plays its own.
+    pub async fn restart(&self, restart: Restart) {
+        let mut rx = self.inner.listening.subscribe();
+        let before = loop {
+            match *rx.borrow_and_update() {
+                Listening::Up { restarts } => break restarts,
+                Listening::Stopped => return,
+                Listening::Down(_) => {}
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        };
+        self.inner.listening.send_replace(Listening::Down(restart));
+        // the sender lives as long as `self`: `wait_for` ends on a change
+        let _ = rx
+            .wait_for(|l| match l {
+                Listening::Up { restarts } => *restarts > before,
+                Listening::Stopped => true,
+                Listening::Down(_) => false,
+            })
+            .await;
+    }
+
     /// Every API request waits this long before it is served.
     pub fn set_latency(&self, latency: Duration) {
         let ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX);
@@ -249,6 +323,7 @@ impl Faults {
         s.failures.lock().clear();
         *s.lagging.lock() = None;
         s.initializing.lock().clear();
+        *s.after_restart.lock() = None;
         s.expire_lists.store(0, Ordering::SeqCst);
         s.expire_watches.store(0, Ordering::SeqCst);
         s.close_after.store(0, Ordering::SeqCst);
@@ -283,9 +358,59 @@ impl Faults {
     /// Whether the watch cache of `resource` is initializing.
     pub(crate) fn initializing(&self, resource: ScopedResource<'_>) -> bool {
         let now = std::time::Instant::now();
+        if self
+            .after_restart()
+            .is_some_and(|a| now < a.initializing_until)
+        {
+            return true;
+        }
         let mut list = self.inner.initializing.lock();
         list.retain(|(_, until)| *until > now);
         list.iter().any(|(name, _)| resource.is(name))
+    }
+
+    /// Whether the server is back from a restart but not ready (every API
+    /// request answers 503).
+    pub(crate) fn unavailable(&self) -> bool {
+        self.after_restart()
+            .is_some_and(|a| std::time::Instant::now() < a.unavailable_until)
+    }
+
+    fn after_restart(&self) -> Option<AfterRestart> {
+        let mut after = self.inner.after_restart.lock();
+        if after.is_some_and(|a| std::time::Instant::now() >= a.initializing_until) {
+            *after = None;
+        }
+        *after
+    }
+
+    pub(crate) fn subscribe_listening(&self) -> watch::Receiver<Listening> {
+        self.inner.listening.subscribe()
+    }
+
+    /// The server went down: what etcd saw meanwhile (the restarted
+    /// server's own writes) moves the version on, and the new watch cache
+    /// holds no history.
+    pub(crate) fn went_down(&self) {
+        self.inner.core.store.restart();
+    }
+
+    /// The server listens again after its `restarts`-th restart.
+    pub(crate) fn came_back(&self, restart: Restart, restarts: u64) {
+        let now = std::time::Instant::now();
+        let unavailable_until = now + restart.unavailable;
+        *self.inner.after_restart.lock() = Some(AfterRestart {
+            unavailable_until,
+            initializing_until: unavailable_until + restart.initializing,
+        });
+        self.inner
+            .listening
+            .send_replace(Listening::Up { restarts });
+    }
+
+    /// The server has shut down: restarts asked for end at once.
+    pub(crate) fn stopped(&self) {
+        self.inner.listening.send_replace(Listening::Stopped);
     }
 
     /// The lagging replica's version, if it serves this request.

@@ -67,7 +67,7 @@ mod store;
 mod timeutil;
 mod tls;
 
-pub use faults::{Failure, FaultScope, Faults};
+pub use faults::{Failure, FaultScope, Faults, Restart};
 pub use http::request::Verb;
 pub use metrics::{Counters, RequestRecord};
 pub use objects::{ObjectList, Objects, TypedError};

@@ -15,7 +15,7 @@ pub mod request;
 pub(crate) mod table;
 pub(crate) mod watch;
 
-use crate::faults::{Failure, Faults, ScopedResource};
+use crate::faults::{Failure, Faults, Listening, Restart, ScopedResource};
 use crate::metrics::{Metrics, RequestRecord};
 use crate::rest::Core;
 use crate::status::StatusError;
@@ -170,6 +170,9 @@ async fn route_request(
             ),
             _ => (None, None),
         };
+        if state.faults.unavailable() {
+            return Err(failure_status(Failure::ServiceUnavailable));
+        }
         if let Some(f) = state.faults.take_failure(verb, resource) {
             return Err(failure_status(f));
         }
@@ -298,19 +301,51 @@ where
     }
 }
 
-/// Accepts connections until shutdown; then ends every connection.
+/// What the accept loop was woken by.
+enum Woken {
+    Accepted(std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)>),
+    Restart(Restart),
+    Shutdown,
+    Other,
+}
+
+/// Accepts connections until shutdown; then ends every connection. A
+/// restart ([`crate::Faults::restart`]) cuts every connection and closes
+/// the port for a while.
 pub(crate) async fn serve(
-    listener: TcpListener,
+    mut listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     state: Arc<State>,
     mut shutdown: tokio_watch::Receiver<bool>,
 ) {
     let mut conns = JoinSet::new();
+    let mut listening = state.faults.subscribe_listening();
+    let mut restarts = 0;
     loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shutdown.changed() => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+        let woken = tokio::select! {
+            a = listener.accept() => Woken::Accepted(a),
+            _ = shutdown.changed() => Woken::Shutdown,
+            Ok(()) = listening.changed() => match *listening.borrow_and_update() {
+                Listening::Down(r) => Woken::Restart(r),
+                _ => Woken::Other,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => Woken::Other,
+        };
+        let accepted = match woken {
+            Woken::Accepted(a) => a,
+            Woken::Shutdown => break,
+            Woken::Other => continue,
+            Woken::Restart(r) => {
+                abort_all(&mut conns).await;
+                state.faults.went_down();
+                match reopen(listener, r.down, &mut shutdown).await {
+                    Some(l) => listener = l,
+                    None => break,
+                }
+                restarts += 1;
+                state.faults.came_back(r, restarts);
+                continue;
+            }
         };
         let (stream, peer) = match accepted {
             Ok(x) => x,
@@ -345,6 +380,42 @@ pub(crate) async fn serve(
             }
         }
     }
+    abort_all(&mut conns).await;
+    state.faults.stopped();
+}
+
+async fn abort_all(conns: &mut JoinSet<()>) {
     conns.abort_all();
     while conns.join_next().await.is_some() {}
+}
+
+/// Closes the port, waits `down` (or shutdown: `None`), and listens on the
+/// same address again.
+async fn reopen(
+    listener: TcpListener,
+    down: Duration,
+    shutdown: &mut tokio_watch::Receiver<bool>,
+) -> Option<TcpListener> {
+    let addr = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "restart: the listening address is unknown");
+            return None;
+        }
+    };
+    drop(listener);
+    tokio::select! {
+        () = tokio::time::sleep(down) => {}
+        _ = shutdown.changed() => return None,
+    }
+    // the port was ours a moment ago; a short retry covers a slow release
+    for _ in 0..100 {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Some(l),
+            Err(e) => tracing::debug!(%addr, error = %e, "restart: rebinding"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tracing::error!(%addr, "restart: the port could not be bound again; the server stops");
+    None
 }

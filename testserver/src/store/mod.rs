@@ -170,6 +170,14 @@ impl Store {
         }
     }
 
+    /// What a restarted API server looks like from here: the version moves
+    /// on (the server's own writes while it starts) and the history is
+    /// gone, so watches from before the restart get 410.
+    pub(crate) fn restart(&self) {
+        self.next_rv();
+        self.compact();
+    }
+
     /// Where the object with this uid is stored.
     pub(crate) fn locate_uid(&self, uid: &str) -> Option<ObjectLocation> {
         self.index.lock().by_uid.get(uid).cloned()

@@ -3,7 +3,7 @@
 
 use crate::client::{Client, Line, WAIT};
 use crate::{cm, server};
-use kcontrol_testserver::{Failure, FaultScope, Verb};
+use kcontrol_testserver::{Failure, FaultScope, Restart, Verb};
 use serde_json::json;
 use std::time::Duration;
 
@@ -280,4 +280,79 @@ async fn a_watcher_left_behind_the_window_is_closed() {
         .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
         .await;
     assert_eq!(again.next_event(WAIT).await.unwrap()["object"]["code"], 410);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_cuts_then_refuses_then_answers_503_then_429_then_410_for_old_versions() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let start = rv(&c.post(CMS, &cm("a", json!({}))).await.json());
+    let mut w = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    let faults = s.faults().clone();
+    let restarting = tokio::spawn(async move {
+        faults
+            .restart(Restart {
+                down: Duration::from_secs(3),
+                unavailable: Duration::from_secs(600),
+                initializing: Duration::ZERO,
+            })
+            .await;
+    });
+    assert!(w.ends_within(WAIT).await, "the watch is cut");
+    assert!(
+        tokio::net::TcpStream::connect(s.addr()).await.is_err(),
+        "the port refuses connections while the server is down"
+    );
+    tokio::time::timeout(WAIT, restarting)
+        .await
+        .unwrap()
+        .unwrap();
+    let r = c.get(CMS).await;
+    assert_eq!(
+        (r.status, r.header("retry-after").as_deref()),
+        (503, Some("1"))
+    );
+    s.faults().reset();
+    s.faults()
+        .restart(Restart {
+            down: Duration::ZERO,
+            unavailable: Duration::ZERO,
+            initializing: Duration::from_secs(600),
+        })
+        .await;
+    let list = c.get(CMS).await;
+    assert_eq!(
+        list.status, 200,
+        "lists are served while the watch cache fills"
+    );
+    let list = list.json();
+    assert_eq!(list["items"][0]["metadata"]["name"], "a", "objects survive");
+    let now = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(now.parse::<u64>().unwrap() > start.parse::<u64>().unwrap());
+    let r = c
+        .get(&format!("{CMS}?watch=true&resourceVersion={now}"))
+        .await;
+    assert_eq!(r.status, 429, "watches wait for the watch cache");
+    s.faults().reset();
+    let mut old = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    assert_eq!(
+        old.next_event(WAIT).await.unwrap()["object"]["reason"],
+        "Expired",
+        "history from before the restart is gone"
+    );
+    let mut fresh = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={now}"))
+        .await;
+    c.post(CMS, &cm("b", json!({}))).await;
+    assert_eq!(
+        fresh.next_event(WAIT).await.unwrap()["object"]["metadata"]["name"],
+        "b"
+    );
 }
