@@ -1,5 +1,6 @@
-//! The reflector's backoff (client-go's exponential backoff manager) and
-//! the randomised watch timeout.
+//! The reflector's backoff (client-go's exponential backoff manager), the
+//! pacing rules around it for a server that comes back (RF5), and the
+//! randomised watch timeout.
 
 use std::time::Duration;
 
@@ -26,11 +27,6 @@ impl Backoff {
         }
     }
 
-    /// The next wait, with a fresh random jitter.
-    pub(crate) fn next_delay(&mut self) -> Duration {
-        self.next_delay_with(Instant::now(), rand::random::<f64>())
-    }
-
     /// The next wait at `now`, `r` in `[0, 1)` choosing the jitter.
     pub(crate) fn next_delay_with(&mut self, now: Instant, r: f64) -> Duration {
         if let Some(last) = self.last {
@@ -42,6 +38,90 @@ impl Backoff {
         let base = self.base.min(self.config.max);
         self.base = base.saturating_mul(2).min(self.config.max);
         jittered(base, self.config.jitter, r)
+    }
+}
+
+impl Backoff {
+    /// Starts over from the initial wait.
+    pub(crate) fn reset(&mut self) {
+        self.base = self.config.initial;
+        self.last = None;
+    }
+}
+
+/// How many waits in a row follow the server's `Retry-After` exactly
+/// (client-go's REST client retries such answers up to 10 times itself,
+/// without touching the reflector's backoff).
+pub(crate) const SERVER_ASKED_IN_A_ROW: u32 = 10;
+
+/// What a failure says about the wait before the next attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The server could not be reached: refused, or the connection broke
+    /// before any answer.
+    Unreachable,
+    /// The server answered and asked for this wait (`Retry-After`).
+    ServerAsked(Duration),
+    /// Anything else.
+    Other,
+}
+
+/// The waits between attempts (RF5): client-go's backoff, except that
+/// - a wait the server asks for (`Retry-After` on a 429 or 5xx) is waited
+///   exactly, without growing the backoff, up to [`SERVER_ASKED_IN_A_ROW`]
+///   times in a row;
+/// - once a watch starts or a list succeeds after the server was
+///   unreachable, the backoff starts over: the outage that grew it is
+///   over, and a relist that follows (a 410 for versions older than a
+///   restart) waits the initial backoff, not the outage's.
+#[derive(Debug)]
+pub(crate) struct Pacing {
+    backoff: Backoff,
+    unreachable: bool,
+    server_asked: u32,
+}
+
+impl Pacing {
+    pub(crate) fn new(config: BackoffConfig) -> Self {
+        Self {
+            backoff: Backoff::new(config),
+            unreachable: false,
+            server_asked: 0,
+        }
+    }
+
+    /// The wait after `failure`.
+    pub(crate) fn after_failure(&mut self, failure: Failure) -> Duration {
+        self.after_failure_with(failure, Instant::now(), rand::random::<f64>())
+    }
+
+    /// The wait after `failure` at `now`, `r` choosing the jitter.
+    pub(crate) fn after_failure_with(
+        &mut self,
+        failure: Failure,
+        now: Instant,
+        r: f64,
+    ) -> Duration {
+        match failure {
+            Failure::Unreachable => {
+                self.unreachable = true;
+                self.backoff.next_delay_with(now, r)
+            }
+            Failure::ServerAsked(asked) if self.server_asked < SERVER_ASKED_IN_A_ROW => {
+                self.server_asked += 1;
+                asked
+            }
+            Failure::ServerAsked(asked) => self.backoff.next_delay_with(now, r).max(asked),
+            Failure::Other => self.backoff.next_delay_with(now, r),
+        }
+    }
+
+    /// A watch started or a list succeeded.
+    pub(crate) fn succeeded(&mut self) {
+        self.server_asked = 0;
+        if std::mem::take(&mut self.unreachable) {
+            self.backoff.reset();
+        }
     }
 }
 
@@ -145,6 +225,60 @@ mod tests {
                 .as_millis(),
             1600
         );
+    }
+
+    #[test]
+    fn rf5_a_wait_the_server_asks_for_is_waited_exactly_ten_times_in_a_row() {
+        let mut p = Pacing::new(config());
+        let t = Instant::now();
+        let one = Duration::from_secs(1);
+        for _ in 0..SERVER_ASKED_IN_A_ROW {
+            assert_eq!(p.after_failure_with(Failure::ServerAsked(one), t, 0.0), one);
+        }
+        // then the backoff, which the asked-for waits did not grow
+        assert_eq!(
+            p.after_failure_with(Failure::ServerAsked(one), t, 0.0),
+            one.max(Duration::from_millis(800))
+        );
+        assert_eq!(
+            p.after_failure_with(Failure::ServerAsked(Duration::from_secs(5)), t, 0.0),
+            Duration::from_secs(5),
+            "never shorter than asked"
+        );
+        p.succeeded();
+        assert_eq!(p.after_failure_with(Failure::ServerAsked(one), t, 0.0), one);
+    }
+
+    #[test]
+    fn rf5_the_backoff_an_outage_grew_starts_over_once_the_server_answers() {
+        let mut p = Pacing::new(config());
+        let t = Instant::now();
+        let waits: Vec<u128> = (0..4)
+            .map(|_| {
+                p.after_failure_with(Failure::Unreachable, t, 0.0)
+                    .as_millis()
+            })
+            .collect();
+        assert_eq!(waits, [800, 1600, 3200, 6400]);
+        p.succeeded();
+        assert_eq!(
+            p.after_failure_with(Failure::Other, t, 0.0).as_millis(),
+            800,
+            "the relist after a restart's 410 waits the initial backoff"
+        );
+    }
+
+    #[test]
+    fn rf5_failures_of_a_reachable_server_keep_growing_the_backoff() {
+        let mut p = Pacing::new(config());
+        let t = Instant::now();
+        let mut waits = Vec::new();
+        for _ in 0..4 {
+            // list succeeds, the watch fails: no outage, no reset
+            p.succeeded();
+            waits.push(p.after_failure_with(Failure::Other, t, 0.0).as_millis());
+        }
+        assert_eq!(waits, [800, 1600, 3200, 6400]);
     }
 
     #[test]

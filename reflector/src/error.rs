@@ -6,6 +6,8 @@ use std::time::Duration;
 use kcontrol_client::{Error as ClientError, Status};
 use kcontrol_deltafifo::FifoError;
 
+use crate::backoff::Failure;
+
 /// A list or watch failure, as the error handler receives it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -60,8 +62,8 @@ pub enum ReflectorError {
 /// What the reflector does after a watch failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Recovery {
-    /// Back off (at least this long) and watch again from the last version.
-    Rewatch(Option<Duration>),
+    /// Back off and watch again from the last version.
+    Rewatch,
     /// Back off and watch again, unless such failures keep coming without
     /// progress: then relist (a bad event or object, RF7).
     RewatchUnlessRepeated,
@@ -111,6 +113,18 @@ impl ReflectorError {
         matches!(self, Self::Fifo(FifoError::Closed))
     }
 
+    /// What this failure says about the wait before the next attempt
+    /// (RF5): the server unreachable, a wait it asked for, or neither.
+    pub(crate) fn pacing(&self) -> Failure {
+        if self.client_error().is_some_and(is_unreachable) {
+            return Failure::Unreachable;
+        }
+        match self.retry_after() {
+            Some(asked) => Failure::ServerAsked(asked),
+            None => Failure::Other,
+        }
+    }
+
     /// How to recover from this failure of a watch (RF4, RF7).
     pub(crate) fn watch_recovery(&self) -> Recovery {
         match self {
@@ -119,7 +133,7 @@ impl ReflectorError {
             // InternalError, a timeout, a failing conversion webhook... end
             // the iteration and relist
             Self::WatchEvent(status) if status.is_too_many_requests() && !status.is_expired() => {
-                Recovery::Rewatch(status.retry_after())
+                Recovery::Rewatch
             }
             Self::UnexpectedObject { .. }
             | Self::Fifo(FifoError::Key(_))
@@ -129,15 +143,23 @@ impl ReflectorError {
     }
 }
 
+/// Whether the server was not reached: refused, or the connection broke
+/// before any answer.
+fn is_unreachable(e: &ClientError) -> bool {
+    matches!(e, ClientError::Connect { .. } | ClientError::Transport(_))
+}
+
 fn client_recovery(e: &ClientError) -> Recovery {
     if e.is_expired() {
         Recovery::Relist
-    } else if e.is_too_many_requests() || matches!(e, ClientError::Connect { .. }) {
+    } else if e.is_too_many_requests() || is_unreachable(e) {
         // client-go re-watches on 429 and on a refused connection (the
         // server is likely restarting: the watch can resume where it was);
-        // 5xx (504 "too large resourceVersion" too), resets and the rest
-        // relist
-        Recovery::Rewatch(e.retry_after())
+        // kcontrol also when the connection broke before any answer (a
+        // pooled connection the restarted server had closed: Go's HTTP
+        // client retries those itself); 5xx (504 "too large
+        // resourceVersion" too) and the rest relist
+        Recovery::Rewatch
     } else if matches!(
         e,
         ClientError::Decode { .. } | ClientError::FrameTooLarge { .. }
@@ -163,20 +185,20 @@ mod tests {
             (ReflectorError::WatchStart(api(410, None)), Recovery::Relist),
             (
                 ReflectorError::WatchStart(api(429, Some(3))),
-                Recovery::Rewatch(Some(Duration::from_secs(3))),
+                Recovery::Rewatch,
             ),
             (ReflectorError::WatchStart(api(503, None)), Recovery::Relist),
             (ReflectorError::WatchStart(api(504, None)), Recovery::Relist),
             (
                 ReflectorError::WatchStart(ClientError::Transport("reset".into())),
-                Recovery::Relist,
+                Recovery::Rewatch,
             ),
             (
                 ReflectorError::WatchStart(ClientError::Connect {
                     server: "127.0.0.1:1".into(),
                     source: "connection refused".into(),
                 }),
-                Recovery::Rewatch(None),
+                Recovery::Rewatch,
             ),
             (
                 ReflectorError::ShortWatch(Duration::from_millis(5)),
@@ -188,7 +210,7 @@ mod tests {
                     "TooManyRequests",
                     "storage is (re)initializing",
                 ))),
-                Recovery::Rewatch(None),
+                Recovery::Rewatch,
             ),
             (ReflectorError::WatchStart(api(403, None)), Recovery::Relist),
             (
@@ -215,6 +237,18 @@ mod tests {
         for (err, want) in cases {
             assert_eq!(err.watch_recovery(), want, "{err}");
         }
+        assert_eq!(
+            ReflectorError::WatchStart(api(429, Some(3))).pacing(),
+            Failure::ServerAsked(Duration::from_secs(3))
+        );
+        assert_eq!(
+            ReflectorError::List(ClientError::Transport("reset".into())).pacing(),
+            Failure::Unreachable
+        );
+        assert_eq!(
+            ReflectorError::List(api(500, None)).pacing(),
+            Failure::Other
+        );
         let decode = serde_json_error();
         assert_eq!(
             ReflectorError::Watch(decode).watch_recovery(),

@@ -52,6 +52,7 @@ where
             state.synced_once = true;
             state.delivered_floor = None;
         }
+        self.succeeded();
         self.metrics.list_finished(listed.items, started.elapsed());
         tracing::debug!(
             reflector = %self.config.name,

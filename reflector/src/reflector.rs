@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::Backoff;
+use crate::backoff::Pacing;
 use crate::config::ReflectorConfig;
 use crate::error::ReflectorError;
 use crate::lister_watcher::{ListerWatcher, WatchEventStream};
@@ -119,7 +119,7 @@ pub struct Reflector<K: Object> {
     pub(crate) config: ReflectorConfig<K>,
     pub(crate) metrics: Arc<dyn ReflectorMetrics>,
     pub(crate) state: Mutex<SyncState>,
-    pub(crate) backoff: Mutex<Backoff>,
+    pub(crate) pacing: Mutex<Pacing>,
     /// What the lister-watcher says it lists, for RF7 checks.
     pub(crate) expected: Option<ApiResource>,
     running: AtomicBool,
@@ -161,7 +161,7 @@ where
             .unwrap_or_else(|| Arc::new(NoopReflectorMetrics));
         Self {
             expected: lister_watcher.api_resource(),
-            backoff: Mutex::new(Backoff::new(config.backoff)),
+            pacing: Mutex::new(Pacing::new(config.backoff)),
             lister_watcher,
             fifo,
             config,
@@ -213,7 +213,7 @@ where
                 break;
             }
             self.report(&ended);
-            let delay = self.next_backoff(ended.retry_after());
+            let delay = self.next_backoff(&ended);
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
@@ -318,12 +318,16 @@ where
         }
     }
 
-    /// The next backoff, at least `at_least`.
-    pub(crate) fn next_backoff(&self, at_least: Option<Duration>) -> Duration {
-        let delay = self.backoff.lock().next_delay();
-        let delay = at_least.map_or(delay, |min| delay.max(min));
+    /// The wait before the next attempt after `error` (RF5).
+    pub(crate) fn next_backoff(&self, error: &ReflectorError) -> Duration {
+        let delay = self.pacing.lock().after_failure(error.pacing());
         self.metrics.backoff(delay);
         delay
+    }
+
+    /// A watch started or a list succeeded (RF5).
+    pub(crate) fn succeeded(&self) {
+        self.pacing.lock().succeeded();
     }
 
     /// A failure the reflector heals at once (a list retried at `""`, an

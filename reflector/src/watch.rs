@@ -77,25 +77,24 @@ where
         error: ReflectorError,
         bad_in_a_row: &mut u32,
     ) -> Result<(), ReflectorError> {
-        let at_least = match error.watch_recovery() {
+        match error.watch_recovery() {
             Recovery::Relist => return Err(error),
-            Recovery::Rewatch(at_least) => at_least,
+            Recovery::Rewatch => {}
             Recovery::RewatchUnlessRepeated => {
                 *bad_in_a_row += 1;
                 if *bad_in_a_row >= BAD_EVENTS_BEFORE_RELIST {
                     *bad_in_a_row = 0;
                     return Err(error);
                 }
-                None
             }
-        };
+        }
         match error.watch_recovery() {
             // RF7: bad data is never silent (client-go would even relist)
             Recovery::RewatchUnlessRepeated => self.report(&error),
-            // 429, a refused connection: healed by watching again
+            // 429, an unreachable server: healed by watching again
             _ => self.note_retry(&error),
         }
-        tokio::time::sleep(self.next_backoff(at_least)).await;
+        tokio::time::sleep(self.next_backoff(&error)).await;
         Ok(())
     }
 
@@ -108,10 +107,13 @@ where
         ));
         self.metrics.watch_started();
         tracing::trace!(reflector = %self.config.name, resource_version = %rv, "watch");
-        self.lister_watcher
+        let stream = self
+            .lister_watcher
             .watch(&params, &rv)
             .await
-            .map_err(ReflectorError::WatchStart)
+            .map_err(ReflectorError::WatchStart)?;
+        self.succeeded();
+        Ok(stream)
     }
 
     /// Applies a watch's events until it ends: `Ok` when the server ended

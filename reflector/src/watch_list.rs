@@ -83,6 +83,7 @@ where
             }
             Err(e) => return Err(ReflectorError::WatchStart(e)),
         };
+        self.succeeded();
         self.stream_initial_events(stream, started).await
     }
 

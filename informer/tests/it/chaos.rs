@@ -1,7 +1,8 @@
 //! The chaos test: random creates, updates and deletes on 2,000 ConfigMaps
 //! while the server injects random faults (dropped watches, 410 on lists
 //! and watches, compaction, 429, 5xx, corrupt and foreign watch frames,
-//! latency, paused delivery) for a bounded time. Then the faults stop, and
+//! latency, paused delivery, a lagging replica, an initializing watch
+//! cache, API server restarts) for a bounded time. Then the faults stop, and
 //! within a deadline the store holds exactly the server's objects at the
 //! server's resourceVersions, and so does the state rebuilt from each
 //! handler's notifications — a handler added before start, and one added
@@ -15,7 +16,7 @@ use kcontrol_client::Api;
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_informer::SharedIndexInformer;
 use kcontrol_reflector::{BackoffConfig, ReflectorConfig};
-use kcontrol_testserver::{Failure, Objects, TestServer};
+use kcontrol_testserver::{Failure, Objects, Restart, TestServer};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
@@ -74,7 +75,7 @@ async fn inject_faults(server: &TestServer, seed: u64, end: Instant) -> Vec<&'st
     let mut rng = Rng(seed);
     let mut injected = Vec::new();
     while Instant::now() < end {
-        let fault = match rng.below(12) {
+        let fault = match rng.below(15) {
             0 => {
                 faults.close_all_watches();
                 "close watches"
@@ -126,6 +127,29 @@ async fn inject_faults(server: &TestServer, seed: u64, end: Instant) -> Vec<&'st
                 tokio::time::sleep(Duration::from_millis(rng.below(300))).await;
                 faults.resume_watches();
                 "paused delivery"
+            }
+            11 => {
+                let now = server.objects().resource_version();
+                faults.serve_from_lagging_replica(
+                    1 + rng.below(3),
+                    now.saturating_sub(rng.below(200)),
+                );
+                "lagging replica"
+            }
+            12 => {
+                faults
+                    .initialize_watch_cache("configmaps", Duration::from_millis(rng.below(1_500)));
+                "initializing watch cache"
+            }
+            13 => {
+                faults
+                    .restart(Restart {
+                        down: Duration::from_millis(rng.below(500)),
+                        unavailable: Duration::from_millis(rng.below(500)),
+                        initializing: Duration::from_millis(rng.below(1_000)),
+                    })
+                    .await;
+                "restart"
             }
             _ => {
                 faults.set_latency(Duration::from_millis(rng.below(30)));

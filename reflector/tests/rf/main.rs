@@ -9,6 +9,7 @@ mod backoff;
 mod convergence;
 mod lifecycle;
 mod list;
+mod restart;
 mod support;
 mod watch;
 mod watch_list;

@@ -527,6 +527,8 @@ pub enum Then {
     Hold(Arc<Notify>),
     /// Break the body off (the connection fails mid-body).
     Cut,
+    /// End the body there, cleanly (a watch the server closes).
+    End,
 }
 
 type Rule = Arc<dyn Fn(&http::Method, &str, &str) -> Action + Send + Sync>;
@@ -698,8 +700,9 @@ fn gated(body: Incoming, after_bytes: usize, then: Then) -> ProxyBody {
                             let cut: BoxError = "cut off by the test proxy".into();
                             return Some((Err(cut), (frames, sent, true)));
                         }
+                        Then::End => return None,
                     }
-                } else if done && matches!(&*then, Then::Cut) {
+                } else if done && matches!(&*then, Then::Cut | Then::End) {
                     return None;
                 }
                 let frame = frames.next().await?;
