@@ -191,13 +191,19 @@ impl Client {
         self.inner.authority.as_str()
     }
 
-    /// Waits for the client-side rate limiter, reporting the wait.
-    async fn rate_limit(&self) {
+    /// Waits for the client-side rate limiter, reporting the wait with the
+    /// request's verb.
+    async fn rate_limit(&self, request: &Request<Bytes>) {
         if let Some(limiter) = &self.inner.limiter {
             let started = tokio::time::Instant::now();
             limiter.acquire().await;
             if let Some(metrics) = self.inner.metrics.get() {
-                metrics.rate_limited(self.host(), started.elapsed());
+                let (verb, _) = verb_and_resource(
+                    request.method(),
+                    request.uri().path(),
+                    request.uri().query(),
+                );
+                metrics.rate_limited(verb, self.host(), started.elapsed());
             }
         }
     }
@@ -360,14 +366,14 @@ impl Client {
     /// status. The body is not read; the timeout covers only the headers.
     /// `request`'s URI is a path and query (`/api/v1/namespaces`).
     pub async fn request_raw(&self, request: Request<Bytes>) -> Result<Response<Incoming>, Error> {
-        self.rate_limit().await;
+        self.rate_limit(&request).await;
         self.with_timeout(self.send(request)).await
     }
 
     /// Sends a non-watch request and returns the body of a 2xx answer;
     /// other answers become [`Error::Api`].
     pub async fn request_bytes(&self, request: Request<Bytes>) -> Result<Bytes, Error> {
-        self.rate_limit().await;
+        self.rate_limit(&request).await;
         self.with_timeout(async {
             let response = self.send(request).await?;
             if !response.status().is_success() {
@@ -400,7 +406,7 @@ impl Client {
         &self,
         request: Request<Bytes>,
     ) -> Result<WatchStream<K>, Error> {
-        self.rate_limit().await;
+        self.rate_limit(&request).await;
         let response = self.with_timeout(self.send(request)).await?;
         if !response.status().is_success() {
             return Err(self.error_response(response).await);

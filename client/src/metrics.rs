@@ -24,9 +24,10 @@ pub trait ClientMetrics: Send + Sync {
         let _ = (method, verb, host, code, elapsed);
     }
 
-    /// A request waited `waited` for the client-side rate limiter.
-    fn rate_limited(&self, host: &str, waited: Duration) {
-        let _ = (host, waited);
+    /// A request with this Kubernetes `verb` to `host` waited `waited`
+    /// for the client-side rate limiter.
+    fn rate_limited(&self, verb: &'static str, host: &str, waited: Duration) {
+        let _ = (verb, host, waited);
     }
 }
 

@@ -1,7 +1,7 @@
 //! Prometheus metrics of a [`Client`](kcontrol_client::Client), with
 //! client-go's names: `rest_client_requests_total{code,method,host}`,
 //! `rest_client_request_duration_seconds{verb,host}` and
-//! `rest_client_rate_limiter_duration_seconds{host}`. Labels are bounded:
+//! `rest_client_rate_limiter_duration_seconds{verb,host}`. Labels are bounded:
 //! no object names, no paths.
 //!
 //! ```
@@ -75,7 +75,7 @@ impl PrometheusClientMetrics {
         );
         registry.register(
             "rest_client_rate_limiter_duration_seconds",
-            "Time requests waited for the client-side rate limiter, by host.",
+            "Time requests waited for the client-side rate limiter, by verb and host.",
             self.waits.clone(),
         );
     }
@@ -103,9 +103,9 @@ impl ClientMetrics for PrometheusClientMetrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    fn rate_limited(&self, host: &str, waited: Duration) {
+    fn rate_limited(&self, verb: &'static str, host: &str, waited: Duration) {
         self.waits
-            .get_or_create(&vec![("host", host.to_owned())])
+            .get_or_create(&vec![("verb", verb.to_owned()), ("host", host.to_owned())])
             .observe(waited.as_secs_f64());
     }
 }
@@ -120,4 +120,38 @@ pub fn register_client_metrics(client: &Client, registry: &mut Registry) -> bool
     }
     metrics.register(registry);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kcontrol_client::{Api, Config, ListParams, RateLimit};
+    use prometheus_client::encoding::text::encode;
+
+    #[tokio::test]
+    async fn rate_limiter_waits_are_counted_by_verb_and_host() {
+        let server = kcontrol_testserver::TestServer::start().await.unwrap();
+        let mut config = Config::new(server.url().parse().unwrap());
+        config.rate_limit = Some(RateLimit {
+            qps: 1000.0,
+            burst: 1,
+        });
+        let client = Client::new(config).unwrap();
+        let mut registry = Registry::default();
+        assert!(register_client_metrics(&client, &mut registry));
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        for _ in 0..3 {
+            api.list(&ListParams::default()).await.unwrap();
+        }
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        let want = format!(
+            "rest_client_rate_limiter_duration_seconds_count{{verb=\"list\",host=\"{}\"}} 3",
+            client.host()
+        );
+        assert!(text.contains(&want), "{want} not in\n{text}");
+    }
 }

@@ -7,6 +7,7 @@ use kcontrol_client::{Error as ClientError, Status};
 use kcontrol_deltafifo::FifoError;
 
 use crate::backoff::Failure;
+use crate::metrics::RestartCause;
 
 /// A list or watch failure, as the error handler receives it.
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +123,39 @@ impl ReflectorError {
         match self.retry_after() {
             Some(asked) => Failure::ServerAsked(asked),
             None => Failure::Other,
+        }
+    }
+
+    /// What this failure is, as the relist and watch-restart metrics count
+    /// it.
+    pub fn restart_cause(&self) -> RestartCause {
+        if self.is_expired() {
+            return RestartCause::Expired;
+        }
+        match self {
+            Self::ShortWatch(_) => return RestartCause::ShortWatch,
+            Self::UnexpectedObject { .. } | Self::MissingResourceVersion(_) => {
+                return RestartCause::BadData
+            }
+            Self::WatchEvent(status) => {
+                return if status.is_too_many_requests() {
+                    RestartCause::TooManyRequests
+                } else if status.code() >= 500 {
+                    RestartCause::ServerError
+                } else {
+                    RestartCause::Other
+                };
+            }
+            _ => {}
+        }
+        match self.client_error() {
+            Some(e) if is_unreachable(e) => RestartCause::Unreachable,
+            Some(e) if e.is_too_many_requests() => RestartCause::TooManyRequests,
+            Some(e) if e.api_error().is_some_and(|a| a.code() >= 500) => RestartCause::ServerError,
+            Some(ClientError::Decode { .. } | ClientError::FrameTooLarge { .. }) => {
+                RestartCause::BadData
+            }
+            _ => RestartCause::Other,
         }
     }
 

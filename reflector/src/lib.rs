@@ -84,5 +84,5 @@ mod watch_list;
 pub use config::{BackoffConfig, ErrorHandlerFn, ReflectorConfig, ShouldResyncFn, TransformFn};
 pub use error::ReflectorError;
 pub use lister_watcher::{ListWatch, ListerWatcher, WatchEventStream};
-pub use metrics::{NoopReflectorMetrics, ReflectorMetrics, WatchEventType};
+pub use metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause, WatchEventType};
 pub use reflector::Reflector;

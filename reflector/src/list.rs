@@ -33,8 +33,7 @@ where
     /// Lists into the FIFO (client-go's `list`): at the version RF1 asks
     /// for, retried at once at `""` when that version is unavailable.
     pub(crate) async fn list(&self) -> Result<(), ReflectorError> {
-        let relist = self.state.lock().synced_once;
-        self.metrics.list_started(relist);
+        self.list_starting();
         let started = Instant::now();
         let (rv, rv_match) = self.list_target();
         let listed = match self.list_at(&rv, rv_match).await {

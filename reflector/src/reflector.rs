@@ -24,7 +24,7 @@ use crate::backoff::Pacing;
 use crate::config::ReflectorConfig;
 use crate::error::ReflectorError;
 use crate::lister_watcher::{ListerWatcher, WatchEventStream};
-use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics};
+use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause};
 
 /// How often a running reflector checks whether its FIFO was closed.
 const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
@@ -47,6 +47,11 @@ pub(crate) struct SyncState {
     /// after one fails, lists ask for data not older than it, so the FIFO
     /// never goes back in time (RF1). Cleared when a sync succeeds.
     pub(crate) delivered_floor: Option<String>,
+    /// What ended the last ListAndWatch iteration (the next relist's cause).
+    pub(crate) relist_cause: Option<RestartCause>,
+    /// What ended the last watch, or made it fail to start (the next
+    /// watch's restart cause).
+    pub(crate) watch_end_cause: Option<RestartCause>,
 }
 
 /// Whether resourceVersion `a` is newer than `b`. Versions are opaque to
@@ -213,6 +218,7 @@ where
                 break;
             }
             self.report(&ended);
+            self.state.lock().relist_cause = Some(ended.restart_cause());
             let delay = self.next_backoff(&ended);
             tokio::select! {
                 biased;
@@ -323,6 +329,33 @@ where
         let delay = self.pacing.lock().after_failure(error.pacing());
         self.metrics.backoff(delay);
         delay
+    }
+
+    /// Reports a list about to start: a relist (with its cause) after the
+    /// first sync.
+    pub(crate) fn list_starting(&self) {
+        let (relist, cause) = {
+            let mut state = self.state.lock();
+            (state.synced_once, state.relist_cause.take())
+        };
+        if let (true, Some(cause)) = (relist, cause) {
+            self.metrics.relisting(cause);
+        }
+        self.metrics.list_started(relist);
+    }
+
+    /// Reports a watch request about to be sent: a restart (with its
+    /// cause) when a watch ended before.
+    pub(crate) fn watch_starting(&self) {
+        if let Some(cause) = self.state.lock().watch_end_cause.take() {
+            self.metrics.watch_restarting(cause);
+        }
+        self.metrics.watch_started();
+    }
+
+    /// Records what ended a watch (or its start).
+    pub(crate) fn watch_ended_by(&self, cause: RestartCause) {
+        self.state.lock().watch_end_cause = Some(cause);
     }
 
     /// A watch started or a list succeeded (RF5).

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::backoff::watch_timeout_seconds;
 use crate::error::{Recovery, ReflectorError};
 use crate::lister_watcher::WatchEventStream;
-use crate::metrics::WatchEventType;
+use crate::metrics::{RestartCause, WatchEventType};
 use crate::reflector::Reflector;
 
 /// A watch that ends without events sooner than this counts as a failure.
@@ -45,6 +45,7 @@ where
                 None => match self.start_watch().await {
                     Ok(stream) => stream,
                     Err(e) => {
+                        self.watch_ended_by(e.restart_cause());
                         self.recover(e, &mut bad_in_a_row).await?;
                         continue;
                     }
@@ -59,13 +60,18 @@ where
             }
             match ended {
                 Ok(()) if events == 0 && elapsed < SHORT_WATCH && !continued => {
+                    self.watch_ended_by(RestartCause::ShortWatch);
                     self.recover(ReflectorError::ShortWatch(elapsed), &mut bad_in_a_row)
                         .await?;
                 }
                 Ok(()) => {
+                    self.watch_ended_by(RestartCause::Closed);
                     tracing::trace!(reflector = %self.config.name, events, "watch ended; watching again");
                 }
-                Err(e) => self.recover(e, &mut bad_in_a_row).await?,
+                Err(e) => {
+                    self.watch_ended_by(e.restart_cause());
+                    self.recover(e, &mut bad_in_a_row).await?;
+                }
             }
         }
     }
@@ -105,7 +111,7 @@ where
             self.config.min_watch_timeout,
             rand::random::<f64>(),
         ));
-        self.metrics.watch_started();
+        self.watch_starting();
         tracing::trace!(reflector = %self.config.name, resource_version = %rv, "watch");
         let stream = self
             .lister_watcher

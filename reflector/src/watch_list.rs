@@ -52,19 +52,18 @@ where
     }
 
     async fn watch_list_once(&self) -> Result<WatchEventStream<K>, ReflectorError> {
-        let (rv, relist) = {
+        let rv = {
             let state = self.state.lock();
             // never older than what a failed attempt already delivered (RF1)
             let mut newest = state.delivered_floor.clone();
             if let Some(last) = &state.last_sync_rv {
                 keep_newest(&mut newest, last);
             }
-            let rv = if state.last_rv_unavailable {
+            if state.last_rv_unavailable {
                 String::new()
             } else {
                 newest.unwrap_or_default()
-            };
-            (rv, state.synced_once)
+            }
         };
         let params = WatchParams::default()
             .timeout(watch_timeout_seconds(
@@ -72,8 +71,8 @@ where
                 rand::random::<f64>(),
             ))
             .streaming_lists();
-        self.metrics.list_started(relist);
-        self.metrics.watch_started();
+        self.list_starting();
+        self.watch_starting();
         let started = Instant::now();
         tracing::trace!(reflector = %self.config.name, resource_version = %rv, "watch-list");
         let stream = match self.lister_watcher.watch(&params, &rv).await {

@@ -1,6 +1,7 @@
 //! [`ReflectorMetrics`]: hooks a [`Reflector`](crate::Reflector) reports
-//! its activity to — lists and relists, items listed, watches, watch events
-//! by type, resyncs, the last synced resourceVersion — and, with the
+//! its activity to — lists and relists (by cause), items listed, watches
+//! and watch restarts (by cause), watch events by type, resyncs, the last
+//! synced resourceVersion — and, with the
 //! `prometheus` feature, an implementation that exports them.
 
 #[cfg(feature = "prometheus")]
@@ -43,6 +44,55 @@ impl fmt::Display for WatchEventType {
     }
 }
 
+/// Why a reflector relists or watches again: what ended the previous
+/// ListAndWatch iteration or watch. A small fixed set, fit for a metric
+/// label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RestartCause {
+    /// The server ended the watch (its timeout, a closed or cut
+    /// connection).
+    Closed,
+    /// 410 Expired: the version asked for is no longer served.
+    Expired,
+    /// 429 TooManyRequests.
+    TooManyRequests,
+    /// The server could not be reached (refused, or broken before any
+    /// answer).
+    Unreachable,
+    /// A 5xx answer or `ERROR` event (504 "too large resource version"
+    /// too).
+    ServerError,
+    /// A watch ended without any event in under a second.
+    ShortWatch,
+    /// An event or object that does not decode or is of another kind (RF7).
+    BadData,
+    /// Anything else (403, a FIFO refusal...).
+    Other,
+}
+
+impl RestartCause {
+    /// The label value: `"closed"`, `"expired"`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "closed",
+            Self::Expired => "expired",
+            Self::TooManyRequests => "too_many_requests",
+            Self::Unreachable => "unreachable",
+            Self::ServerError => "server_error",
+            Self::ShortWatch => "short_watch",
+            Self::BadData => "bad_data",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for RestartCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Receives one reflector's activity. Every method has a no-op default;
 /// implement the ones you export. Calls come from the reflector's task and
 /// should be quick.
@@ -58,8 +108,20 @@ pub trait ReflectorMetrics: Send + Sync {
         let _ = (items, elapsed);
     }
 
+    /// A relist begins (before its `list_started(true)`), because the
+    /// previous ListAndWatch iteration ended for `cause`.
+    fn relisting(&self, cause: RestartCause) {
+        let _ = cause;
+    }
+
     /// A watch request was sent.
     fn watch_started(&self) {}
+
+    /// A watch is about to be started again (before its `watch_started`),
+    /// because the previous one ended (or failed to start) for `cause`.
+    fn watch_restarting(&self, cause: RestartCause) {
+        let _ = cause;
+    }
 
     /// A watch stream ended (normally or not) after `events` events and
     /// `elapsed`.

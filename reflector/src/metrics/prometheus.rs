@@ -27,7 +27,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use super::{ReflectorMetrics, WatchEventType};
+use super::{ReflectorMetrics, RestartCause, WatchEventType};
 
 type Labels = Vec<(String, String)>;
 type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
@@ -52,19 +52,21 @@ fn list_histogram() -> Histogram {
 ///
 /// ```
 /// use kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics;
-/// use kcontrol_reflector::WatchEventType;
+/// use kcontrol_reflector::{RestartCause, WatchEventType};
 /// use prometheus_client::registry::Registry;
 ///
 /// let mut registry = Registry::default();
 /// let families = PrometheusReflectorMetrics::new(&mut registry);
 /// let metrics = families.for_reflector("configmaps");
 /// metrics.list_started(false);
+/// metrics.relisting(RestartCause::Expired);
 /// metrics.watch_event(WatchEventType::Modified);
 /// metrics.last_resource_version("42");
 /// let mut text = String::new();
 /// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
 /// assert!(text.contains(r#"reflector_lists_total{name="configmaps"} 1"#));
 /// assert!(text.contains(r#"reflector_last_resource_version{name="configmaps"} 42"#));
+/// assert!(text.contains(r#"reflector_relists_total{name="configmaps",cause="expired"} 1"#));
 /// assert!(text.contains(r#"reflector_watch_events_total{name="configmaps",type="MODIFIED"} 1"#));
 /// ```
 #[derive(Clone, Debug)]
@@ -106,7 +108,11 @@ impl PrometheusReflectorMetrics {
             "Lists started (including WatchList initial syncs)",
             m.lists.clone(),
         );
-        r.register("relists", "Lists after the first one", m.relists.clone());
+        r.register(
+            "relists",
+            "Relists, by what ended the previous ListAndWatch iteration (cause)",
+            m.relists.clone(),
+        );
         r.register("list_items", "Objects received by lists", m.items.clone());
         r.register(
             "list_duration_seconds",
@@ -138,7 +144,7 @@ impl PrometheusReflectorMetrics {
         );
         r.register(
             "watch_restarts",
-            "Watches started after a previous one ended",
+            "Watches started again, by what ended the previous one (cause)",
             m.watch_restarts.clone(),
         );
         m
@@ -163,7 +169,6 @@ impl PrometheusReflectorMetrics {
             families: self.clone(),
             labels,
             event_labels,
-            watched: std::sync::atomic::AtomicBool::new(false),
         })
     }
 }
@@ -174,16 +179,33 @@ struct Named {
     labels: Labels,
     /// `labels` plus each event type, made once.
     event_labels: [Labels; 5],
-    /// A watch has started before (the next one is a restart).
-    watched: std::sync::atomic::AtomicBool,
+}
+
+impl Named {
+    fn with_cause(&self, cause: RestartCause) -> Labels {
+        let mut labels = self.labels.clone();
+        labels.push(("cause".to_owned(), cause.as_str().to_owned()));
+        labels
+    }
 }
 
 impl ReflectorMetrics for Named {
-    fn list_started(&self, relist: bool) {
+    fn list_started(&self, _relist: bool) {
         self.families.lists.get_or_create(&self.labels).inc();
-        if relist {
-            self.families.relists.get_or_create(&self.labels).inc();
-        }
+    }
+
+    fn relisting(&self, cause: RestartCause) {
+        self.families
+            .relists
+            .get_or_create(&self.with_cause(cause))
+            .inc();
+    }
+
+    fn watch_restarting(&self, cause: RestartCause) {
+        self.families
+            .watch_restarts
+            .get_or_create(&self.with_cause(cause))
+            .inc();
     }
 
     fn list_finished(&self, items: u64, elapsed: Duration) {
@@ -203,15 +225,6 @@ impl ReflectorMetrics for Named {
 
     fn watch_started(&self) {
         self.families.watches.get_or_create(&self.labels).inc();
-        if self
-            .watched
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            self.families
-                .watch_restarts
-                .get_or_create(&self.labels)
-                .inc();
-        }
     }
 
     fn watch_ended(&self, _events: u64, elapsed: Duration) {

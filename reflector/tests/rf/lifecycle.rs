@@ -11,7 +11,7 @@ use kcontrol_client::Api;
 use kcontrol_deltafifo::DeltaType;
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_reflector::{
-    BackoffConfig, ListWatch, ReflectorConfig, ReflectorMetrics, WatchEventType,
+    BackoffConfig, ListWatch, ReflectorConfig, ReflectorMetrics, RestartCause, WatchEventType,
 };
 use kcontrol_testserver::{Failure, Verb};
 use tokio::sync::Notify;
@@ -200,6 +200,7 @@ struct Counting {
     errors_events: AtomicU64,
     failures: AtomicU64,
     last_rv: Mutex<String>,
+    causes: Mutex<Vec<(&'static str, RestartCause)>>,
 }
 
 impl ReflectorMetrics for Counting {
@@ -212,6 +213,12 @@ impl ReflectorMetrics for Counting {
     }
     fn watch_started(&self) {
         self.watches.fetch_add(1, Ordering::SeqCst);
+    }
+    fn relisting(&self, cause: RestartCause) {
+        self.causes.lock().unwrap().push(("relist", cause));
+    }
+    fn watch_restarting(&self, cause: RestartCause) {
+        self.causes.lock().unwrap().push(("watch", cause));
     }
     fn watch_event(&self, event: WatchEventType) {
         let counter = match event {
@@ -263,6 +270,20 @@ async fn metrics_count_lists_relists_watches_and_events() {
     assert_eq!(
         *metrics.last_rv.lock().unwrap(),
         h.reflector.last_sync_resource_version().unwrap()
+    );
+    // the closed watch is resumed, the 410 on it relists, and the watch
+    // after the relist is a restart caused by that 410
+    wait_for("the watch after the relist", DEADLINE, || {
+        metrics.causes.lock().unwrap().len() >= 3
+    })
+    .await;
+    assert_eq!(
+        metrics.causes.lock().unwrap()[..3],
+        [
+            ("watch", RestartCause::Closed),
+            ("relist", RestartCause::Expired),
+            ("watch", RestartCause::Expired)
+        ]
     );
     h.stop().await;
 }
