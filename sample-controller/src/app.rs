@@ -2,10 +2,9 @@
 //! and runs the controller against a cluster ([`run_cluster`]) or the
 //! `--embedded` demo ([`run_embedded`]).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use clap::error::ErrorKind;
 use clap::Parser;
@@ -16,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{client_config, Args, CliError};
 use crate::controller::{Controller, ControllerOptions};
-use crate::embedded::{self, Progress, DEMO_NAMESPACE};
+#[cfg(feature = "embedded")]
+pub use crate::demo::run_embedded;
 use crate::metrics::SharedRegistry;
 use kcontrol_controller::Health;
 
@@ -94,7 +94,17 @@ pub async fn run(args: Args) -> Result<(), CliError> {
     }
 }
 
-fn options(
+/// `--embedded` in a build without the `embedded` feature: a usage error.
+#[cfg(not(feature = "embedded"))]
+async fn run_embedded(_args: &Args) -> Result<(), CliError> {
+    Err(CliError::Usage(
+        "--embedded needs the in-process API server, which this build leaves out: \
+         build sample-controller with the `embedded` feature (on by default)"
+            .to_owned(),
+    ))
+}
+
+pub(crate) fn options(
     args: &Args,
     namespace: Option<String>,
     served: Option<(SharedRegistry, Health)>,
@@ -112,7 +122,7 @@ fn options(
 
 /// Starts the metrics endpoint (`/metrics`, `/healthz`, `/readyz`) when
 /// `--metrics-addr` is given. It stops once `stop` is cancelled.
-async fn metrics(
+pub(crate) async fn metrics(
     args: &Args,
     stop: &CancellationToken,
 ) -> Result<Option<(SharedRegistry, Health)>, CliError> {
@@ -162,158 +172,20 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The demo: an in-process API server, the Foo CRD, `--foos` Foos and the
-/// controller, with live progress; with `--until-synced`, done once every
-/// Foo is in sync (an error after `--timeout`).
-pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
-    let started = Instant::now();
-    let run_error = |e: &dyn std::fmt::Display| CliError::Run(e.to_string());
-    let server = embedded::start_server().await.map_err(|e| run_error(&e))?;
-    let client = embedded::client_for(&server, args.rate_limit()).map_err(|e| run_error(&e))?;
-    crate::artifacts::install_foo_crd(&client, Duration::from_secs(30))
-        .await
-        .map_err(|e| run_error(&e))?;
-    let count = args.foo_count();
-    say(&format!(
-        "In-process API server at {} with the Foo CRD; creating {count} Foo{}...",
-        server.url(),
-        if count == 1 { "" } else { "s" }
-    ));
-    embedded::create_foos(&client, count)
-        .await
-        .map_err(|e| run_error(&e))?;
+#[cfg(all(test, not(feature = "embedded")))]
+mod tests {
+    use super::*;
 
-    let shutdown = CancellationToken::new();
-    crate::signals::cancel_on_signal(shutdown.clone());
-    let served = metrics(args, &shutdown).await?;
-    let controller = Arc::new(
-        Controller::new(
-            client,
-            options(args, Some(DEMO_NAMESPACE.to_owned()), served),
-        )
-        .map_err(|e| run_error(&e))?,
-    );
-    let stop_controller = CancellationToken::new();
-    let running = {
-        let controller = Arc::clone(&controller);
-        let stop = stop_controller.clone();
-        tokio::spawn(async move { controller.run(stop).await })
-    };
-
-    let objects = server.objects();
-    let deadline = args
-        .until_synced
-        .then(|| started + args.until_synced_timeout());
-    let outcome = watch_progress(&objects, &shutdown, deadline, started).await;
-
-    stop_controller.cancel();
-    match running.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(run_error(&e)),
-        Err(e) => return Err(CliError::Run(format!("controller task: {e}"))),
-    }
-    let counters = server.counters();
-    let writes: u64 = ["create", "update", "patch", "delete"]
-        .iter()
-        .map(|verb| {
-            counters
-                .by_verb_resource
-                .iter()
-                .filter(|((v, _), _)| v == verb)
-                .map(|(_, n)| n)
-                .sum::<u64>()
-        })
-        .sum();
-    server.shutdown().await;
-    match outcome {
-        Watch::Synced(p) => {
-            say(&format!(
-                "All {} Foos synced in {:.1}s: {} Deployments, {} Normal and {} Warning events, {} API requests ({} writes).",
-                p.foos,
-                started.elapsed().as_secs_f64(),
-                p.deployments,
-                p.normal_events,
-                p.warning_events,
-                counters.total,
-                writes
-            ));
-            Ok(())
-        }
-        Watch::Interrupted => Ok(()),
-        Watch::TimedOut(p) => Err(CliError::Run(format!(
-            "timed out after {:?}: {}/{} Foos synced (still waiting: {})",
-            args.until_synced_timeout(),
-            p.synced,
-            p.foos,
-            p.lagging.join("; ")
-        ))),
-    }
-}
-
-/// How watching the demo ended.
-enum Watch {
-    Synced(Progress),
-    Interrupted,
-    TimedOut(Progress),
-}
-
-/// Shows progress (a redrawn line on a terminal, a line a second
-/// otherwise) until every Foo is synced (with a deadline), the deadline
-/// passes, or a signal arrives.
-async fn watch_progress(
-    objects: &kcontrol_testserver::Objects,
-    shutdown: &CancellationToken,
-    deadline: Option<Instant>,
-    started: Instant,
-) -> Watch {
-    let tty = std::io::stdout().is_terminal();
-    let tick = if tty {
-        Duration::from_millis(250)
-    } else {
-        Duration::from_secs(1)
-    };
-    let mut last_line = String::new();
-    loop {
-        let p = embedded::progress(objects);
-        let line = embedded::render(&p, started.elapsed());
-        if tty {
-            print_redrawn(&line);
-        } else if line != last_line {
-            say(&line);
-        }
-        last_line = line;
-        if deadline.is_some() && p.all_synced() {
-            finish_line(tty);
-            return Watch::Synced(p);
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            finish_line(tty);
-            return Watch::TimedOut(p);
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => {
-                finish_line(tty);
-                return Watch::Interrupted;
-            }
-            () = tokio::time::sleep(tick) => {}
-        }
-    }
-}
-
-#[allow(clippy::print_stdout)]
-fn say(line: &str) {
-    println!("{line}");
-}
-
-#[allow(clippy::print_stdout)]
-fn print_redrawn(line: &str) {
-    print!("\r\x1b[2K{line}");
-    let _ = std::io::stdout().flush();
-}
-
-#[allow(clippy::print_stdout)]
-fn finish_line(tty: bool) {
-    if tty {
-        println!();
+    #[tokio::test]
+    async fn embedded_without_the_feature_is_a_usage_error() {
+        let args = Args::try_parse_from(["sample-controller", "--embedded"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = run(args)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("--embedded ran"));
+        assert!(matches!(err, CliError::Usage(_)), "{err}");
+        assert!(err.to_string().contains("`embedded` feature"), "{err}");
+        assert_eq!(err.exit_code(), 2);
     }
 }

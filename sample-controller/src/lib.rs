@@ -14,7 +14,9 @@
 //! - [`controller`]: informers, queue and workers put together;
 //! - [`app`]: the binary's `main`;
 //! - [`cli`]: flags, client configuration and exit codes;
-//! - [`embedded`]: the `--embedded` demo's in-process server and progress;
+//! - [`embedded`] (feature `embedded`, on by default): the `--embedded`
+//!   demo's in-process server and progress; a production build can leave
+//!   the test API server out with `--no-default-features --features jemalloc`;
 //! - [`backend`]: the sync handler's backend over listers and the API;
 //! - [`metrics`]: the `/metrics` endpoint;
 //! - [`signals`]: SIGINT / SIGTERM handling.
@@ -71,7 +73,10 @@ pub mod artifacts;
 pub mod backend;
 pub mod cli;
 pub mod controller;
+#[cfg(feature = "embedded")]
+mod demo;
 pub mod deployment;
+#[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod foo;
 pub mod handlers;
