@@ -107,6 +107,31 @@ fn connector(
 }
 
 impl Client {
+    /// A client for the current context of a kubeconfig given as YAML text,
+    /// in one call (`Kubeconfig::from_yaml`, `Config::from_custom_kubeconfig`
+    /// with default options, then [`Client::new`]): the way to reach an
+    /// in-process test API server from its `kubeconfig()`.
+    ///
+    /// ```
+    /// let yaml = "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+    ///     clusters: [{name: k, cluster: {server: 'http://127.0.0.1:6443'}}]\n\
+    ///     contexts: [{name: c, context: {cluster: k, user: u}}]\n\
+    ///     users: [{name: u, user: {}}]\n";
+    /// let client = kcontrol_client::Client::from_kubeconfig_yaml(yaml)?;
+    /// assert_eq!(client.host(), "127.0.0.1:6443");
+    /// # Ok::<(), kcontrol_client::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// When the YAML is not a usable kubeconfig, or the client cannot be
+    /// built from it (TLS material...).
+    pub fn from_kubeconfig_yaml(yaml: &str) -> Result<Self, Error> {
+        let kubeconfig = crate::Kubeconfig::from_yaml(yaml)?;
+        let config =
+            Config::from_custom_kubeconfig(&kubeconfig, &crate::KubeconfigOptions::default())?;
+        Self::new(config)
+    }
+
     /// A client for a configuration. Needs no runtime to build, but must be
     /// used from within a tokio runtime.
     pub fn new(config: Config) -> Result<Self, Error> {

@@ -11,6 +11,12 @@
 //! and every failure is an [`Error`] with predicates such as
 //! [`Error::is_expired`] and [`Error::retry_after`].
 //!
+//! Controllers report what they did as Events through
+//! [`events::Recorder`] (client-go's `tools/record`): recording never
+//! blocks; call [`Recorder::flush`](events::Recorder::flush) before the
+//! process exits, or the last events may be lost (a recorder dropped with
+//! events still queued logs a warning).
+//!
 //! # Example
 //!
 //! Resolve a kubeconfig and build a client (runs without a server):

@@ -4,6 +4,8 @@
 //! is created anew, and transient failures are retried.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -206,4 +208,40 @@ async fn permanent_failures_are_given_up_at_once() {
         (1, 0, 0),
         "{stats:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_recorder_with_events_queued_warns_and_flush_leaves_none() {
+    let server = TestServer::start().await.unwrap();
+    // every write takes long: the writer holds the first event, the rest
+    // stay queued
+    server.faults().set_latency(Duration::from_secs(30));
+    let r = recorder(&server);
+    for i in 0..4 {
+        r.event(
+            &configmap(&format!("cm-{i}")),
+            EventType::Normal,
+            "Synced",
+            "synced",
+        );
+    }
+    let (logs, guard) = support::logs::capture();
+    drop(r);
+    drop(guard);
+    let text = logs.text();
+    assert!(
+        text.contains("WARN") && text.contains("flush"),
+        "no warning on drop: {text}"
+    );
+    // flushed first: nothing queued, nothing said
+    server.faults().set_latency(Duration::ZERO);
+    let r = recorder(&server);
+    r.event(&configmap("flushed"), EventType::Normal, "Synced", "synced");
+    tokio::time::timeout(Duration::from_secs(30), r.flush())
+        .await
+        .unwrap();
+    let (logs, guard) = support::logs::capture();
+    drop(r);
+    drop(guard);
+    assert!(!logs.text().contains("WARN"), "{}", logs.text());
 }

@@ -9,54 +9,14 @@
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
-use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_client::{
     Api, Auth, AuthError, Client, Config, ConfigError, Error, ExecConfig, Kubeconfig,
     KubeconfigOptions, ListParams, SecretString, TlsErrorKind,
 };
+use support::logs::capture;
 use support::{b64, configmap, json, status, write, Pki, TestServer};
-use tracing_subscriber::fmt::MakeWriter;
-
-/// Log lines written by a scoped tracing subscriber.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-/// Captures every event of every crate at TRACE level on this thread (the
-/// tests run on tokio's current-thread runtime, so the client's tasks too).
-fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(captured.clone())
-        .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
-}
 
 fn ok(_: &support::Recorded) -> http::Response<support::Body> {
     json(200, configmap("ns1", "a", "1"))

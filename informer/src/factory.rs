@@ -241,7 +241,38 @@ pub enum FactoryError {
     /// `start` was called outside a tokio runtime.
     #[error("InformerFactory::start must be called within a tokio runtime")]
     NoRuntime,
+    /// An informer's label selector does not parse: the API server would
+    /// answer every list with 400, retried forever. No informer started.
+    #[error("informer {informer}: invalid label selector {selector:?}: {source}")]
+    InvalidLabelSelector {
+        /// The informer (its key).
+        informer: String,
+        /// The selector as given.
+        selector: String,
+        /// What is wrong with it.
+        #[source]
+        source: Box<kcontrol_indexer::labels::SelectorError>,
+    },
 }
+
+/// Rejects an informer whose label selector does not parse (client-go
+/// checks selectors on the client too).
+fn check_label_selector(key: &InformerKey) -> Result<(), FactoryError> {
+    let Some(selector) = key.label_selector.as_deref() else {
+        return Ok(());
+    };
+    kcontrol_indexer::labels::Selector::parse(selector)
+        .map(drop)
+        .map_err(|source| FactoryError::InvalidLabelSelector {
+            informer: key.to_string(),
+            selector: selector.to_owned(),
+            source: Box::new(source),
+        })
+}
+
+/// client-go's name for [`InformerFactory`] (`SharedInformerFactory` in
+/// `k8s.io/client-go/informers`).
+pub type SharedInformerFactory = InformerFactory;
 
 /// Options of an [`InformerFactory`].
 pub struct InformerFactoryBuilder {
@@ -620,11 +651,18 @@ impl InformerFactory {
     /// informer of the factory and waits until they and their handlers
     /// have ended. A controller that must not exit with a handler still
     /// running calls `shutdown().await` (cancelling first is not needed).
+    ///
+    /// # Errors
+    /// Outside a tokio runtime, or when an informer's label selector does
+    /// not parse (then no informer starts).
     pub fn start(&self, shutdown: &CancellationToken) -> Result<(), FactoryError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| FactoryError::NoRuntime)?;
         let mut st = self.state.lock();
         if st.shutting_down {
             return Ok(());
+        }
+        for key in st.informers.keys() {
+            check_label_selector(key)?;
         }
         let mut tasks = Vec::new();
         for (key, entry) in st.informers.iter_mut().filter(|(_, e)| !e.started) {

@@ -32,7 +32,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use kcontrol_client::{Client, Config};
+//! use kcontrol_client::Client;
 //! use kcontrol_indexer::{k8s_openapi::api::core::v1::ConfigMap, meta_namespace_key, Object};
 //! use kcontrol_informer::{wait_for_cache_sync, InformerFactory, ResourceEventHandlerFuncs};
 //! use kcontrol_testserver::TestServer;
@@ -44,7 +44,7 @@
 //! let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}});
 //! server.objects().create("configmaps", "default", cm)?;
 //!
-//! let client = Client::new(Config::new(server.url().parse()?))?;
+//! let client = Client::from_kubeconfig_yaml(&server.kubeconfig())?;
 //! let factory = InformerFactory::new(client, Duration::from_secs(300));
 //! let configmaps = factory.informer::<ConfigMap>();
 //!
@@ -100,7 +100,7 @@ pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
 pub use factory::{
     CacheSize, FactoryError, FactoryMetrics, InformerFactory, InformerFactoryBuilder, InformerKey,
-    InformerScope,
+    InformerScope, SharedInformerFactory,
 };
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use informer::SharedIndexInformer;

@@ -29,7 +29,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let server = TestServer::start().await?;
-    let client = Client::new(Config::new(server.url().parse()?))?;
+    let client = Client::from_kubeconfig_yaml(&server.kubeconfig())?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     for (name, keys) in [("small", 1), ("medium", 3), ("large", 7)] {
         api.create(&PostParams::default(), &config_map(name, keys))

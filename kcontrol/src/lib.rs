@@ -36,7 +36,7 @@
 //! ```
 //! use std::time::Duration;
 //!
-//! use kcontrol::client::{Api, Client, Config, Kubeconfig, KubeconfigOptions, PostParams};
+//! use kcontrol::client::{Api, Client, PostParams};
 //! use kcontrol::k8s_openapi::api::core::v1::ConfigMap;
 //! use kcontrol::indexer::meta_namespace_key;
 //! use kcontrol::informer::{wait_for_cache_sync, InformerFactory, ResourceEventHandlerFuncs};
@@ -47,8 +47,7 @@
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = TestServer::start().await?;
-//! let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig())?;
-//! let client = Client::try_from(Config::from_custom_kubeconfig(&kubeconfig, &KubeconfigOptions::default())?)?;
+//! let client = Client::from_kubeconfig_yaml(&server.kubeconfig())?;
 //!
 //! // One shared informer per resource; its handler enqueues keys.
 //! let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
@@ -98,7 +97,10 @@ pub use kcontrol_informer as informer;
 pub use kcontrol_reflector as reflector;
 pub use kcontrol_workqueue as workqueue;
 
+mod error;
 pub mod prelude;
+
+pub use error::{Error, Result};
 
 /// The token that stops informers, factories and waits (tokio-util's), so
 /// a controller needs no tokio-util dependency of its own.

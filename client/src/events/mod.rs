@@ -189,6 +189,21 @@ struct Inner {
     last_nanos: AtomicU64,
 }
 
+impl Drop for Inner {
+    /// The last handle is gone: events still queued are written only if
+    /// the runtime lives on; say so, since a controller that forgot
+    /// [`Recorder::flush`] before exiting loses them.
+    fn drop(&mut self) {
+        let queued = self.tx.max_capacity() - self.tx.capacity();
+        if queued > 0 {
+            tracing::warn!(
+                queued,
+                "event recorder dropped with events not yet written: call `Recorder::flush().await` before exiting, or they may be lost"
+            );
+        }
+    }
+}
+
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder")

@@ -3,6 +3,8 @@
 //! whose requests each test inspects.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod logs;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -183,3 +183,29 @@ async fn a_scope_built_from_the_factory_keeps_its_namespace() {
     assert_eq!(keys, ["a/x", "b/x"]);
     bounded(factory.shutdown()).await;
 }
+
+#[tokio::test]
+async fn a_label_selector_that_does_not_parse_fails_start_naming_the_informer() {
+    let client = kcontrol_client::Client::new(kcontrol_client::Config::new(
+        "http://127.0.0.1:1".parse().unwrap(),
+    ))
+    .unwrap();
+    let factory = kcontrol_informer::SharedInformerFactory::new(client, Duration::ZERO);
+    let good =
+        factory.scoped_informer::<ConfigMap>(factory.scope().label_selector("app in (web,db)"));
+    let _bad = factory.scoped_informer::<Secret>(factory.scope().label_selector("app in (web"));
+    let shutdown = CancellationToken::new();
+    let err = factory.start(&shutdown).unwrap_err();
+    let FactoryError::InvalidLabelSelector {
+        informer, selector, ..
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    assert!(informer.starts_with("secrets"), "{err}");
+    assert_eq!(selector, "app in (web");
+    // nothing started: the valid informer's selector did not make it run
+    assert!(!good.has_synced());
+    assert!(!good.is_stopped());
+    factory.shutdown().await;
+}
