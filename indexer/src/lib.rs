@@ -12,8 +12,11 @@
 //! - [`ThreadSafeStore`]: objects by key with named indexes (client-go's
 //!   indexer), and [`Lister`] to read it by namespace, name and label selector;
 //! - [`labels`]: label selectors (parse, match, print);
-//! - [`transform`]: transforms applied before storing ([`transform::strip_managed_fields`]).
+//! - [`transform`]: transforms applied before storing ([`transform::strip_managed_fields`]);
+//! - [`custom_resource!`]: a custom resource type from its spec (and status)
+//!   struct in one macro call.
 
+mod custom_resource;
 mod dynamic;
 mod keys;
 mod known;
@@ -23,6 +26,8 @@ mod object;
 mod store;
 pub mod transform;
 
+#[doc(hidden)]
+pub use custom_resource::__private;
 pub use dynamic::{DynamicObject, TypeMeta};
 pub use keys::{
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,

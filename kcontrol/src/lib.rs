@@ -101,6 +101,9 @@ mod error;
 pub mod prelude;
 
 pub use error::{Error, Result};
+/// Defines a custom resource type in one macro call (see
+/// [`indexer::custom_resource!`]).
+pub use kcontrol_indexer::custom_resource;
 
 /// The token that stops informers, factories and waits (tokio-util's), so
 /// a controller needs no tokio-util dependency of its own.
