@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, Request};
-use kcontrol_indexer::{ApiResource, DynamicObject, Object, TypedResource};
+use kcontrol_indexer::{ApiResource, DynamicObject, Object, PartialObjectMetadata, TypedResource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -33,8 +33,17 @@ pub struct Api<K> {
     client: Client,
     resource: ApiResource,
     namespace: Option<String>,
+    /// Reads ask for PartialObjectMetadata ([`Api::metadata`]).
+    metadata_only: bool,
     _k: PhantomData<fn() -> K>,
 }
+
+/// `Accept` of a metadata-only list.
+const METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// `Accept` of a metadata-only get or watch.
+const METADATA_OBJECT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 impl<K> Clone for Api<K> {
     fn clone(&self) -> Self {
@@ -42,6 +51,7 @@ impl<K> Clone for Api<K> {
             client: self.client.clone(),
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
+            metadata_only: self.metadata_only,
             _k: PhantomData,
         }
     }
@@ -72,6 +82,21 @@ impl<K: TypedResource> Api<K> {
         let namespace = client.default_namespace().to_owned();
         Self::with_resource(client, Some(&namespace), K::api_resource())
     }
+
+    /// The same objects, metadata only: lists, watches and gets ask the
+    /// API server for `PartialObjectMetadata` (`Accept:
+    /// application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`,
+    /// as client-go's metadata client does), so specs and data never cross
+    /// the wire nor get decoded. Writes are not metadata-only.
+    pub fn metadata(self) -> Api<PartialObjectMetadata<K>> {
+        Api {
+            client: self.client,
+            resource: self.resource,
+            namespace: self.namespace,
+            metadata_only: true,
+            _k: PhantomData,
+        }
+    }
 }
 
 impl Api<DynamicObject> {
@@ -99,6 +124,7 @@ impl<K> Api<K> {
             client,
             resource,
             namespace,
+            metadata_only: false,
             _k: PhantomData,
         }
     }
@@ -116,6 +142,23 @@ impl<K> Api<K> {
     /// The client.
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Whether reads ask for metadata only ([`Api::metadata`]).
+    pub fn is_metadata_only(&self) -> bool {
+        self.metadata_only
+    }
+
+    /// A GET of `uri`; `list` says whether it reads a collection (a list,
+    /// not a get or a watch), for the metadata-only `Accept`.
+    pub(crate) fn read_request(&self, uri: &str, list: bool) -> Result<Request<Bytes>, Error> {
+        let mut req = request(Method::GET, uri, Vec::new(), None)?;
+        if self.metadata_only {
+            let accept = if list { METADATA_LIST } else { METADATA_OBJECT };
+            req.headers_mut()
+                .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
+        }
+        Ok(req)
     }
 
     pub(crate) fn collection_path(&self, namespace: Option<&str>) -> Result<String, Error> {
@@ -194,10 +237,7 @@ impl<K: Object + DeserializeOwned> Api<K> {
             .to_query()
             .with_path(&self.collection_path(self.namespace.as_deref())?);
         self.client
-            .request_json(
-                request(Method::GET, &uri, Vec::new(), None)?,
-                &self.what("list"),
-            )
+            .request_json(self.read_request(&uri, true)?, &self.what("list"))
             .await
     }
 
@@ -214,7 +254,7 @@ impl<K: Object + DeserializeOwned> Api<K> {
             .to_query(resource_version)?
             .with_path(&self.collection_path(self.namespace.as_deref())?);
         self.client
-            .request_watch(request(Method::GET, &uri, Vec::new(), None)?)
+            .request_watch(self.read_request(&uri, false)?)
             .await
     }
 
@@ -222,10 +262,7 @@ impl<K: Object + DeserializeOwned> Api<K> {
     pub async fn get(&self, name: &str) -> Result<K, Error> {
         let uri = self.object_path(name, None, None, "get")?;
         self.client
-            .request_json(
-                request(Method::GET, &uri, Vec::new(), None)?,
-                &self.what("get"),
-            )
+            .request_json(self.read_request(&uri, false)?, &self.what("get"))
             .await
     }
 

@@ -6,6 +6,8 @@
 //!   `k8s_openapi::Resource` and `k8s_openapi::Metadata`;
 //! - [`ApiResource`] and [`TypedResource`]: where a resource lives on the server;
 //! - [`DynamicObject`]: any kind, resource given at run time;
+//! - [`PartialObjectMetadata`]: only an object's metadata (metadata-only
+//!   informers);
 //! - keys: [`meta_namespace_key`], [`split_meta_namespace_key`], tombstones
 //!   ([`DeletedFinalStateUnknown`], [`ObjectOrTombstone`]);
 //! - [`KnownObjects`]: what a DeltaFIFO reads from the store;
@@ -23,6 +25,7 @@ mod known;
 pub mod labels;
 mod lister;
 mod object;
+mod partial;
 mod store;
 pub mod transform;
 
@@ -36,6 +39,7 @@ pub use keys::{
 pub use known::KnownObjects;
 pub use lister::{Lister, NamespaceLister};
 pub use object::{ApiResource, Object, Scope, TypedResource};
+pub use partial::{PartialObjectMetadata, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND};
 pub use store::{
     namespace_index_func, IndexFunc, Indexers, StoreError, ThreadSafeStore, NAMESPACE_INDEX,
 };

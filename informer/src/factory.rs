@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcontrol_client::{Api, Client};
-use kcontrol_indexer::{ApiResource, DynamicObject, Object, TypedResource};
+use kcontrol_indexer::{ApiResource, DynamicObject, Object, PartialObjectMetadata, TypedResource};
 use kcontrol_reflector::{BackoffConfig, ListWatch, ListerWatcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -527,6 +527,38 @@ impl InformerFactory {
         })
     }
 
+    /// The shared metadata-only informer of `K` in the factory's scope:
+    /// its cache holds [`PartialObjectMetadata<K>`] (names, labels,
+    /// annotations, owners; no spec, no data), listed and watched as
+    /// `PartialObjectMetadata` so the rest never crosses the wire (client-go's
+    /// `metadatainformer`). For controllers that only map objects to keys.
+    pub fn metadata_informer<K>(&self) -> Arc<SharedIndexInformer<PartialObjectMetadata<K>>>
+    where
+        K: TypedResource,
+        PartialObjectMetadata<K>: TypedResource,
+    {
+        self.scoped_metadata_informer::<K>(self.scope.clone())
+    }
+
+    /// [`metadata_informer`](Self::metadata_informer) in another scope.
+    pub fn scoped_metadata_informer<K>(
+        &self,
+        scope: InformerScope,
+    ) -> Arc<SharedIndexInformer<PartialObjectMetadata<K>>>
+    where
+        K: TypedResource,
+        PartialObjectMetadata<K>: TypedResource,
+    {
+        let resource = K::api_resource();
+        self.get_or_create(&resource, scope, |client, ns| {
+            match ns {
+                Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
+                _ => Api::<K>::all(client),
+            }
+            .metadata()
+        })
+    }
+
     /// The shared informer of a resource known at run time, as
     /// [`DynamicObject`]s, in the factory's scope.
     pub fn dynamic_informer(
@@ -548,10 +580,21 @@ impl InformerFactory {
         })
     }
 
-    fn key<K: 'static>(resource: &ApiResource, scope: &InformerScope) -> InformerKey {
+    /// A metadata-only informer's key names it apart from the full
+    /// informer of the same resource.
+    fn key<K: 'static>(
+        resource: &ApiResource,
+        scope: &InformerScope,
+        metadata_only: bool,
+    ) -> InformerKey {
         InformerKey {
             type_id: TypeId::of::<K>(),
-            resource: format!("{}.{}", resource.plural, resource.api_version()),
+            resource: format!(
+                "{}.{}{}",
+                resource.plural,
+                resource.api_version(),
+                if metadata_only { " (metadata)" } else { "" }
+            ),
             namespace: scope.namespace.clone().filter(|_| resource.namespaced),
             label_selector: scope.label_selector.clone(),
             field_selector: scope.field_selector.clone(),
@@ -563,13 +606,14 @@ impl InformerFactory {
         &self,
         resource: &ApiResource,
         scope: InformerScope,
-        api: impl FnOnce(Client, Option<&str>) -> Api<K>,
+        api: impl Fn(Client, Option<&str>) -> Api<K>,
     ) -> Arc<SharedIndexInformer<K>>
     where
         K: Object + DeserializeOwned,
         Api<K>: ListerWatcher<K>,
     {
-        let key = Self::key::<K>(resource, &scope);
+        let metadata_only = api(self.client.clone(), None).is_metadata_only();
+        let key = Self::key::<K>(resource, &scope, metadata_only);
         let mut st = self.state.lock();
         if let Some(existing) = st.informers.get(&key) {
             if let Ok(informer) = Arc::clone(&existing.informer)

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use kcontrol_client::ResourceVersionMatch;
 use kcontrol_deltafifo::DeltaFifo;
-use kcontrol_indexer::{ApiResource, DynamicObject, Object};
+use kcontrol_indexer::{
+    ApiResource, DynamicObject, Object, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
+};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -424,6 +426,12 @@ where
         let version_ok = api_version.is_none_or(|v| v == want_version);
         let kind_ok = kind.is_none_or(|k| k == expected.kind);
         if version_ok && kind_ok {
+            return Ok(());
+        }
+        // a metadata-only list and watch: every object and bookmark is a
+        // PartialObjectMetadata (asked for by the lister-watcher's Accept)
+        if api_version == Some(PARTIAL_METADATA_API_VERSION) && kind == Some(PARTIAL_METADATA_KIND)
+        {
             return Ok(());
         }
         Err(ReflectorError::UnexpectedObject {

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
-use http::Method;
 use http_body_util::BodyDataStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kcontrol_indexer::Object;
@@ -26,7 +25,7 @@ use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 
 pub use scanner::{ListPart, ListScanner, ScanError};
 
-use crate::api::{request, Api};
+use crate::api::Api;
 use crate::error::Error;
 use crate::params::ListParams;
 use crate::wire::ObjectList;
@@ -389,9 +388,7 @@ impl<K: Object + DeserializeOwned> Api<K> {
             .with_path(&self.collection_path(self.namespace())?);
         let started = tokio::time::Instant::now();
         let client = self.client();
-        let response = client
-            .request_raw(request(Method::GET, &uri, Vec::new(), None)?)
-            .await?;
+        let response = client.request_raw(self.read_request(&uri, true)?).await?;
         if !response.status().is_success() {
             return Err(client.error_response(response).await);
         }

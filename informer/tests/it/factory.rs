@@ -209,3 +209,79 @@ async fn a_label_selector_that_does_not_parse_fails_start_naming_the_informer() 
     assert!(!good.is_stopped());
     factory.shutdown().await;
 }
+
+/// A metadata-only informer, through a list or WatchList, then watch:
+/// its cache holds every object's metadata (labels included) and follows
+/// updates and deletes; its bookmarks (PartialObjectMetadata, as
+/// kube-apiserver sends them) move its version on; and it is an informer
+/// apart from the full one of the same resource.
+async fn metadata_informer_follows_the_server(use_watch_list: bool) {
+    use kcontrol_indexer::PartialObjectMetadata;
+    let server = server().await;
+    namespaces(&server, &["a"]);
+    for name in ["x", "y"] {
+        server
+            .objects()
+            .create("configmaps", "a", labelled(name, "web"))
+            .unwrap();
+    }
+    let factory = InformerFactory::builder(client(&server))
+        .use_watch_list(use_watch_list)
+        .build();
+    let meta = factory.metadata_informer::<ConfigMap>();
+    let full = factory.informer::<ConfigMap>();
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown).unwrap();
+    bounded(factory.wait_for_cache_sync(&shutdown, None))
+        .await
+        .unwrap();
+    let labels_of = |name: &str| -> Option<String> {
+        let o: Arc<PartialObjectMetadata<ConfigMap>> =
+            meta.store().get_by_key(&format!("a/{name}"))?;
+        o.metadata.labels.as_ref()?.get("app").cloned()
+    };
+    assert_eq!(labels_of("x").as_deref(), Some("web"));
+    assert_eq!(full.store().len(), 2);
+
+    server
+        .objects()
+        .update("configmaps", "a", labelled("x", "db"))
+        .unwrap();
+    server.objects().delete("configmaps", "a", "y").unwrap();
+    assert!(
+        eventually(|| labels_of("x").as_deref() == Some("db") && meta.store().len() == 1).await
+    );
+
+    // only a bookmark can carry a version past the last ConfigMap change
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    server.objects().create("secrets", "a", secret).unwrap();
+    let now = server.objects().resource_version().to_string();
+    assert!(
+        eventually(|| meta.last_sync_resource_version().as_deref() == Some(now.as_str())).await,
+        "no bookmark accepted: at {:?}, server at {now}",
+        meta.last_sync_resource_version()
+    );
+    // one sync per informer: a rejected bookmark would have relisted
+    let syncs = server
+        .request_log()
+        .iter()
+        .filter(|r| r.resource.as_deref() == Some("configmaps"))
+        .filter(|r| {
+            r.verb == Some(kcontrol_testserver::Verb::List)
+                || r.query.contains("sendInitialEvents=true")
+        })
+        .count();
+    assert_eq!(syncs, 2, "{:?}", server.request_log());
+    shutdown.cancel();
+    bounded(factory.shutdown()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_informer_lists_and_watches_metadata_only() {
+    metadata_informer_follows_the_server(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_informer_syncs_through_watch_list_too() {
+    metadata_informer_follows_the_server(true).await;
+}

@@ -273,7 +273,16 @@ impl Watcher {
         if initial_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata});
+        // a bookmark is converted like any object: a PartialObjectMetadata
+        // for a metadata-only watch, as kube-apiserver sends it
+        let obj = match self.output {
+            Output::PartialMetadata { v1beta1 } => {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": render::meta_api_version(v1beta1), "metadata": metadata})
+            }
+            _ => {
+                json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata})
+            }
+        };
         frame("BOOKMARK", &render::json_bytes(&obj))
     }
 
