@@ -123,6 +123,36 @@ impl<K: Object> Context<K> {
 /// interior mutability). A reconcile should be idempotent: it runs after
 /// every change, after resyncs and restarts, and may see a cache a little
 /// behind its own last write.
+///
+/// A type of its own carries the controller's state:
+///
+/// ```no_run
+/// # async fn demo(client: kcontrol_client::Client) -> Result<(), kcontrol_controller::ControllerError> {
+/// use std::sync::Arc;
+/// use kcontrol_controller::{Action, Context, Controller, Reconciler};
+/// use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+///
+/// struct Annotate {
+///     key: String,
+/// }
+///
+/// impl Reconciler<ConfigMap> for Annotate {
+///     type Error = kcontrol_client::Error;
+///
+///     async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, Self::Error> {
+///         if cm.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(&self.key)) {
+///             return Ok(Action::Done);
+///         }
+///         // ... write through ctx.client()
+///         Ok(Action::RequeueAfter(std::time::Duration::from_secs(60)))
+///     }
+/// }
+///
+/// let shutdown = tokio_util::sync::CancellationToken::new();
+/// let reconciler = Annotate { key: "example.com/seen".into() };
+/// Controller::new(client).for_resource::<ConfigMap>().run(reconciler, shutdown).await
+/// # }
+/// ```
 pub trait Reconciler<K>: Send + Sync + 'static {
     /// What a failed reconcile returns (logged, then handed to the error
     /// policy).
