@@ -1,35 +1,4 @@
-//! [`Controller`]: a controller from a builder, as kube-runtime and
-//! controller-runtime users expect, on client-go's parts:
-//!
-//! ```text
-//! Controller::new(client)            one shared InformerFactory (or yours)
-//!     .for_resource::<K>()           informer of K ──EnqueueHandler::for_object──┐
-//!     .owns::<Child>()               informer of Child ──for_owner::<K>─────────┤
-//!     .watches::<T>(mapper)          informer of T ──from_map(mapper)───────────┤
-//!                                                                               ▼
-//!     .run(reconciler, shutdown)     RateLimitingQueue<"ns/name"> ──N workers──▶ reconcile(Arc<K>, Context)
-//! ```
-//!
-//! - CT9: every informer comes from one factory ([`ControllerBuilder::with_factory`]
-//!   shares yours); [`Controller::namespace`] scopes all of them,
-//!   [`Controller::label_selector`] the reconciled type's; predicates
-//!   ([`Controller::with_predicate`], [`Controller::owns_with`]) filter
-//!   events before they enqueue.
-//! - CT10: the reconciler gets the object from the cache. When the key is
-//!   no longer in the cache (the object was deleted), the reconciler is
-//!   **not** called and the key is forgotten, as in kube-runtime: clean up
-//!   through owner references (the garbage collector deletes owned
-//!   objects) or a finalizer (the reconciler then sees the object with its
-//!   `deletionTimestamp` set).
-//! - CT11: after an error the error policy chooses the [`Action`]
-//!   (default: [`Action::RequeueRateLimited`]); a panic is contained and
-//!   re-queued with backoff (CT4). One key is never reconciled by two
-//!   workers at once (the work queue's WQ3).
-//! - CT12: [`Controller::run`] runs until `shutdown` is cancelled, then stops
-//!   the event sources (its own factory's informers; with a shared factory,
-//!   its handlers), drains the workers (CT7) and returns `Ok` — or
-//!   [`ControllerError::DrainTimeout`] when reconciles were still running
-//!   at the drain deadline.
+//! The [`Controller`] builder (its docs hold the contracts CT9-CT12).
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -194,7 +163,39 @@ impl ControllerBuilder {
     }
 }
 
-/// A controller reconciling objects of `K`; see the [module docs](self).
+/// A controller reconciling objects of `K` on client-go's parts (informers,
+/// a rate-limited work queue, workers), built as kube-runtime and
+/// controller-runtime users expect.
+///
+/// ```text
+/// Controller::new(client)            one shared InformerFactory (or yours)
+///     .for_resource::<K>()           informer of K ──EnqueueHandler::for_object──┐
+///     .owns::<Child>()               informer of Child ──for_owner::<K>─────────┤
+///     .watches::<T>(mapper)          informer of T ──from_map(mapper)───────────┤
+///                                                                               ▼
+///     .run(reconciler, shutdown)     RateLimitingQueue<"ns/name"> ──N workers──▶ reconcile(Arc<K>, Context)
+/// ```
+///
+/// - CT9: every informer comes from one factory ([`ControllerBuilder::with_factory`]
+///   shares yours); [`Controller::namespace`] scopes all of them,
+///   [`Controller::label_selector`] the reconciled type's; predicates
+///   ([`Controller::with_predicate`], [`Controller::owns_with`]) filter
+///   events before they enqueue.
+/// - CT10: the reconciler gets the object from the cache. When the key is
+///   no longer in the cache (the object was deleted), the reconciler is
+///   **not** called and the key is forgotten, as in kube-runtime: clean up
+///   through owner references (the garbage collector deletes owned
+///   objects) or a finalizer (the reconciler then sees the object with its
+///   `deletionTimestamp` set).
+/// - CT11: after an error the error policy chooses the [`Action`]
+///   (default: [`Action::RequeueRateLimited`]); a panic is contained and
+///   re-queued with backoff (CT4). One key is never reconciled by two
+///   workers at once (the work queue's WQ3).
+/// - CT12: [`Controller::run`] runs until `shutdown` is cancelled, then stops
+///   the event sources (its own factory's informers; with a shared factory,
+///   its handlers), drains the workers (CT7) and returns `Ok` — or
+///   [`ControllerError::DrainTimeout`] when reconciles were still running
+///   at the drain deadline.
 ///
 /// ```no_run
 /// # async fn demo(client: kcontrol_client::Client) -> Result<(), kcontrol_controller::ControllerError> {
@@ -366,7 +367,7 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     }
 
     /// Runs the controller until `shutdown` is cancelled (see the
-    /// [module docs](self)): starts the informers, waits until their caches
+    /// [type's docs](Controller)): starts the informers, waits until their caches
     /// and the handlers have synced, reconciles with the workers, then
     /// shuts down gracefully.
     ///

@@ -1,5 +1,5 @@
 //! Workers draining a work queue of keys, with client-go's
-//! `processNextWorkItem` contract and a graceful shutdown:
+//! `processNextWorkItem` contract and a graceful shutdown.
 //!
 //! - CT4: each worker takes a key (`get`), syncs it, then on success
 //!   `forget`s it (its backoff resets), on error re-queues it
@@ -266,8 +266,8 @@ pub enum WorkerError {
 }
 
 /// Runs `workers` task workers syncing keys from `queue` until `shutdown`
-/// is cancelled, then shuts them down gracefully (see the
-/// [module docs](self)). `sync` gets each key; `Ok` forgets it, `Err`
+/// is cancelled, then shuts them down gracefully (see
+/// [`workers`](crate::workers)). `sync` gets each key; `Ok` forgets it, `Err`
 /// re-queues it with backoff.
 ///
 /// # Errors

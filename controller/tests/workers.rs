@@ -110,7 +110,10 @@ async fn ct4_a_panic_is_contained_counted_and_requeued() {
     // counted once each sync has returned
     let deadline = tokio::time::Instant::now() + DEADLINE;
     while stats.successes() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "successes not counted");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "successes not counted"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_eq!(stats.panics(), 1);
