@@ -321,6 +321,24 @@ mod tests {
     }
 
     #[test]
+    fn ct3_a_cluster_scoped_owner_keys_by_name() {
+        let queue = RateLimitingQueue::new();
+        let h = EnqueueHandler::<ConfigMap>::for_owner::<Namespace>(queue.clone());
+        let team = obj::<Namespace>(None, "team", "1");
+        let mut cm = ConfigMap::clone(&obj(Some("team"), "settings", "1"));
+        cm.metadata.owner_references = Some(vec![new_controller_ref(team.as_ref())]);
+        h.on_add(&Arc::new(cm), false);
+        assert_eq!(drain(&queue), ["team"]);
+        // a namespaced owner named by a cluster-scoped object: no key
+        let h = EnqueueHandler::<Namespace>::for_owner::<Deployment>(queue.clone());
+        let mut ns = Namespace::clone(&obj(None, "odd", "1"));
+        let web = obj::<Deployment>(Some("ns"), "web", "1");
+        ns.metadata.owner_references = Some(vec![new_controller_ref(web.as_ref())]);
+        h.on_add(&Arc::new(ns), false);
+        assert!(drain(&queue).is_empty());
+    }
+
+    #[test]
     fn ct3_an_owner_change_enqueues_both_owners() {
         let queue = RateLimitingQueue::new();
         let h = EnqueueHandler::<ReplicaSet>::for_owner::<Deployment>(queue.clone());
