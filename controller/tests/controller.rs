@@ -371,3 +371,53 @@ async fn ct12_a_reconcile_outliving_the_drain_timeout_is_an_error() {
     );
     server.shutdown().await;
 }
+
+/// Each `Action` re-queues as it says: `Requeue` at once, `RequeueAfter`
+/// after the delay, `RequeueRateLimited` with the backoff count kept; the
+/// others reset it; `Done` ends the series (CT8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ct8_actions_requeue_as_they_say() {
+    let (server, client) = server().await;
+    create_cm(&server, "default", "a", json!({}));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let calls = Arc::new(Mutex::new(0u32));
+    let shutdown = CancellationToken::new();
+    let reconciler = move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+        let (tx, calls) = (tx.clone(), Arc::clone(&calls));
+        async move {
+            let name = cm.name().unwrap_or("").to_owned();
+            let _ = tx.send((name.clone(), ctx.num_requeues()));
+            if name != "a" {
+                return Ok::<_, std::io::Error>(Action::Done);
+            }
+            let n = {
+                let mut c = calls.lock().unwrap();
+                *c += 1;
+                *c
+            };
+            Ok(match n {
+                1 => Action::RequeueRateLimited,
+                2 => Action::RequeueRateLimited,
+                3 => Action::Requeue,
+                4 => Action::RequeueAfter(Duration::from_millis(1)),
+                _ => Action::Done,
+            })
+        }
+    };
+    let controller = Controller::new(client)
+        .for_resource::<ConfigMap>()
+        .workers(1);
+    let run = tokio::spawn(controller.run(reconciler, shutdown.clone()));
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        seen.push(next(&mut rx).await);
+    }
+    let a = |n| ("a".to_owned(), n);
+    assert_eq!(seen, [a(0), a(1), a(2), a(0), a(0)]);
+    // Done: no sixth reconcile of "a" before a later key
+    create_cm(&server, "default", "sentinel", json!({}));
+    assert_eq!(next(&mut rx).await, ("sentinel".to_owned(), 0));
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    server.shutdown().await;
+}
