@@ -1,4 +1,19 @@
-//! Running kcontrol controllers in production.
+//! Writing and running kcontrol controllers.
+//!
+//! The controller layer, on client-go's parts (informers, listers, a
+//! rate-limited work queue):
+//!
+//! - [`Controller`], built as `Controller::new(client).for_resource::<K>().owns::<Child>()
+//!   .watches::<T>(mapper).run(reconciler, shutdown)`: informers from one
+//!   shared factory, predicates ([`predicate`]), a [`Reconciler`] returning
+//!   an [`Action`], an error policy, graceful shutdown;
+//! - for hand-written, client-go-shaped controllers: [`handlers`] (enqueue
+//!   an object's key, or its controller owner's), [`run_workers`] (client-go's
+//!   `processNextWorkItem` loop, panics contained, graceful drain),
+//!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
+//!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`.
+//!
+//! Running them in production:
 //!
 //! - [`health`]: `/healthz`, `/readyz` (informers and handlers synced, not
 //!   shutting down) and `/metrics` on one small HTTP server;
@@ -8,14 +23,24 @@
 //! - [`metrics`]: the client's request metrics (`rest_client_*`) in a
 //!   Prometheus registry.
 //!
-//! The contracts (HL…, LE…) are in the workspace's `DESIGN.md`.
+//! The contracts (CT…, HL…, LE…) are in the workspace's `DESIGN.md`; the
+//! example `examples/configmap_to_secret.rs` is a whole controller.
 
+mod builder;
+pub mod handlers;
 pub mod health;
-pub mod metrics;
-
-pub use health::{Health, Readiness, SharedRegistry};
 pub mod leader_election;
+pub mod metrics;
+pub mod owner;
+pub mod predicate;
+mod reconciler;
+pub mod signals;
+pub mod workers;
 
+pub use builder::{Controller, ControllerBuilder, ControllerError};
+pub use health::{Health, Readiness, SharedRegistry};
 pub use leader_election::{
     default_identity, LeaderElectionConfig, LeaderElectionError, LeaderElector,
 };
+pub use reconciler::{Action, Context, Reconciler};
+pub use workers::run_workers;

@@ -10,6 +10,12 @@
 //! run against the in-process test API server:
 //! `cargo run -p kcontrol --example first_controller`.
 //!
+//! The same with the controller layer ([`controller::Controller`]: a
+//! builder, a reconciler returning an [`controller::Action`], workers and
+//! graceful shutdown included) is `kcontrol-controller`'s example
+//! `configmap_to_secret.rs` (100 lines):
+//! `cargo run -p kcontrol-controller --example configmap_to_secret -- --embedded`.
+//!
 //! This crate re-exports the kcontrol crates under one name, so a
 //! controller depends on `kcontrol` alone:
 //!
@@ -21,7 +27,7 @@
 //! | [`reflector`] | `kcontrol-reflector` | `tools/cache` Reflector, ListerWatcher |
 //! | [`informer`] | `kcontrol-informer` | shared informers, informer factory |
 //! | [`workqueue`] | `kcontrol-workqueue` | `util/workqueue` |
-//! | [`controller`] | `kcontrol-controller` | `tools/leaderelection`; component-base `/healthz`, `/readyz`, `/metrics` |
+//! | [`controller`] | `kcontrol-controller` | controller-runtime's builder and reconciler, sample-controller's worker loop and owner mapping, `metav1` controller refs; `tools/leaderelection`; component-base `/healthz`, `/readyz`, `/metrics` |
 //!
 //! The data flow is client-go's: a reflector lists and watches the API
 //! server into a DeltaFIFO; the informer pops it into a thread-safe indexed

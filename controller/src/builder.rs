@@ -1,0 +1,534 @@
+//! The [`Controller`] builder (its docs hold the contracts CT9-CT12).
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcontrol_client::Client;
+use kcontrol_indexer::{Object, TypedResource};
+use kcontrol_informer::{
+    wait_for_cache_sync, CacheSyncError, FactoryError, HandlerRegistration, HasSynced,
+    InformerError, InformerFactory, InformerScope, SharedIndexInformer,
+};
+use kcontrol_workqueue::{default_controller_rate_limiter, QueueConfig, RateLimitingQueue};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::handlers::EnqueueHandler;
+use crate::predicate::Predicate;
+use crate::reconciler::{Action, Context, Reconciler, Shared};
+use crate::workers::{Pool, WorkerError, WorkerOptions, WorkerStats};
+
+/// How often the cache-sync wait says it is still waiting.
+const SYNC_WARN_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Why a [`Controller`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// An informer refused a handler (it had stopped).
+    #[error(transparent)]
+    Informer(#[from] InformerError),
+    /// The informer factory could not start its informers.
+    #[error(transparent)]
+    Factory(#[from] FactoryError),
+    /// The workers could not start.
+    #[error(transparent)]
+    Workers(#[from] WorkerError),
+    /// Shutdown waited `timeout` for reconciles in flight; `unfinished`
+    /// were still running (task workers were aborted).
+    #[error("{unfinished} reconciles were still running after the drain timeout of {timeout:?}")]
+    DrainTimeout {
+        /// The drain timeout.
+        timeout: Duration,
+        /// Reconciles still running at the deadline.
+        unfinished: usize,
+    },
+}
+
+type ErrorPolicy<K> =
+    Arc<dyn Fn(&Arc<K>, &(dyn std::error::Error + 'static), &Context<K>) -> Action + Send + Sync>;
+
+/// What a watch registers while the controller starts.
+type Register = Box<dyn FnOnce(&mut Setup<'_>) -> Result<(), InformerError> + Send>;
+
+/// The informers, handlers and listers of one run, as they are set up.
+struct Setup<'a> {
+    factory: &'a InformerFactory,
+    scope: InformerScope,
+    queue: RateLimitingQueue<String>,
+    registrations: Vec<HandlerRegistration>,
+    removals: Vec<Box<dyn FnOnce() + Send>>,
+    listers: HashMap<TypeId, Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Setup<'_> {
+    /// Adds `handler` to the informer of `T` in `scope`.
+    fn watch<T: TypedResource + DeserializeOwned>(
+        &mut self,
+        scope: InformerScope,
+        handler: EnqueueHandler<T>,
+    ) -> Result<Arc<SharedIndexInformer<T>>, InformerError> {
+        let informer = self.factory.scoped_informer::<T>(scope);
+        let registration = informer.add_event_handler(handler)?;
+        self.listers
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(informer.lister()));
+        self.registrations.push(registration.clone());
+        let owner = Arc::clone(&informer);
+        self.removals.push(Box::new(move || {
+            if let Err(e) = owner.remove_event_handler(&registration) {
+                tracing::debug!(error = %e, "handler not removed");
+            }
+        }));
+        Ok(informer)
+    }
+
+    /// Registers the handlers of `K` and of every watch, then starts the
+    /// factory's informers; the informer of `K`.
+    fn start<K: TypedResource + DeserializeOwned>(
+        &mut self,
+        primary_scope: InformerScope,
+        handler: EnqueueHandler<K>,
+        watches: Vec<Register>,
+    ) -> Result<Arc<SharedIndexInformer<K>>, ControllerError> {
+        let primary = self.watch::<K>(primary_scope, handler)?;
+        for register in watches {
+            register(self)?;
+        }
+        // A shared factory's informers run until its owner shuts it down:
+        // those this controller created start under a token it never
+        // cancels. Its own factory stops with `shutdown()`.
+        self.factory.start(&CancellationToken::new())?;
+        Ok(primary)
+    }
+
+    /// Stops what feeds the queue: the factory's informers when the
+    /// controller owns it (waiting for their handlers to return), else its
+    /// handlers.
+    async fn stop_sources(&mut self, own_factory: bool) {
+        if own_factory {
+            self.factory.shutdown().await;
+        } else {
+            for remove in self.removals.drain(..) {
+                remove();
+            }
+        }
+    }
+}
+
+/// The first step of a [`Controller`]: the client and, optionally, a
+/// shared informer factory; [`for_resource`](Self::for_resource) names
+/// the type reconciled.
+pub struct ControllerBuilder {
+    client: Client,
+    factory: Option<Arc<InformerFactory>>,
+}
+
+impl fmt::Debug for ControllerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("shared_factory", &self.factory.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ControllerBuilder {
+    /// Takes informers from `factory` (shared with other controllers)
+    /// instead of a factory of the controller's own. Its scope (namespace,
+    /// selectors) is the controller's default scope; its owner stops its
+    /// informers (`factory.shutdown()`), the controller only removes its
+    /// handlers when it stops.
+    #[must_use]
+    pub fn with_factory(mut self, factory: Arc<InformerFactory>) -> Self {
+        self.factory = Some(factory);
+        self
+    }
+
+    /// The type the controller reconciles: each of its objects' keys is
+    /// reconciled after every change to the object (resyncs included).
+    pub fn for_resource<K: TypedResource + DeserializeOwned>(self) -> Controller<K> {
+        let name = K::api_resource().kind.to_lowercase();
+        Controller {
+            client: self.client,
+            factory: self.factory,
+            namespace: None,
+            label_selector: None,
+            predicate: None,
+            watches: Vec::new(),
+            options: WorkerOptions::new().name(name),
+            error_policy: None,
+        }
+    }
+}
+
+/// A controller reconciling objects of `K` on client-go's parts (informers,
+/// a rate-limited work queue, workers), built as kube-runtime and
+/// controller-runtime users expect.
+///
+/// ```text
+/// Controller::new(client)            one shared InformerFactory (or yours)
+///     .for_resource::<K>()           informer of K ──EnqueueHandler::for_object──┐
+///     .owns::<Child>()               informer of Child ──for_owner::<K>─────────┤
+///     .watches::<T>(mapper)          informer of T ──from_map(mapper)───────────┤
+///                                                                               ▼
+///     .run(reconciler, shutdown)     RateLimitingQueue<"ns/name"> ──N workers──▶ reconcile(Arc<K>, Context)
+/// ```
+///
+/// - CT9: every informer comes from one factory ([`ControllerBuilder::with_factory`]
+///   shares yours); [`Controller::namespace`] scopes all of them,
+///   [`Controller::label_selector`] the reconciled type's; predicates
+///   ([`Controller::with_predicate`], [`Controller::owns_with`]) filter
+///   events before they enqueue.
+/// - CT10: the reconciler gets the object from the cache. When the key is
+///   no longer in the cache (the object was deleted), the reconciler is
+///   **not** called and the key is forgotten, as in kube-runtime: clean up
+///   through owner references (the garbage collector deletes owned
+///   objects) or a finalizer (the reconciler then sees the object with its
+///   `deletionTimestamp` set).
+/// - CT11: after an error the error policy chooses the [`Action`]
+///   (default: [`Action::RequeueRateLimited`]); a panic is contained and
+///   re-queued with backoff (CT4). One key is never reconciled by two
+///   workers at once (the work queue's WQ3).
+/// - CT12: [`Controller::run`] runs until `shutdown` is cancelled, then stops
+///   the event sources (its own factory's informers; with a shared factory,
+///   its handlers), drains the workers (CT7) and returns `Ok` — or
+///   [`ControllerError::DrainTimeout`] when reconciles were still running
+///   at the drain deadline.
+///
+/// ```no_run
+/// # async fn demo(client: kcontrol_client::Client) -> Result<(), kcontrol_controller::ControllerError> {
+/// use std::sync::Arc;
+/// use kcontrol_controller::{Action, Context, Controller};
+/// use kcontrol_indexer::k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+/// use tokio_util::sync::CancellationToken;
+///
+/// let shutdown = CancellationToken::new();
+/// Controller::new(client)
+///     .for_resource::<Deployment>()
+///     .owns::<ReplicaSet>()
+///     .workers(4)
+///     .run(
+///         |d: Arc<Deployment>, ctx: Context<Deployment>| async move {
+///             println!("reconciling {}", ctx.key());
+///             Ok::<_, std::io::Error>(Action::Done)
+///         },
+///         shutdown,
+///     )
+///     .await
+/// # }
+/// ```
+pub struct Controller<K = ()> {
+    client: Client,
+    factory: Option<Arc<InformerFactory>>,
+    namespace: Option<String>,
+    label_selector: Option<String>,
+    predicate: Option<Predicate<K>>,
+    watches: Vec<Register>,
+    options: WorkerOptions,
+    error_policy: Option<ErrorPolicy<K>>,
+}
+
+impl<K> fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("namespace", &self.namespace)
+            .field("label_selector", &self.label_selector)
+            .field("watches", &self.watches.len())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Controller {
+    /// Starts building a controller on `client`.
+    #[allow(clippy::new_ret_no_self)] // the builder's first step
+    pub fn new(client: Client) -> ControllerBuilder {
+        ControllerBuilder {
+            client,
+            factory: None,
+        }
+    }
+}
+
+impl<K: TypedResource + DeserializeOwned> Controller<K> {
+    /// Watches only this namespace (every informer of the controller;
+    /// default: the factory's scope, all namespaces for its own).
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Reconciles only objects of `K` matching this label selector (the
+    /// server filters; owned and watched types are not filtered).
+    #[must_use]
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Only events on `K` that `predicate` accepts enqueue its key
+    /// (combine several with [`Predicate::and`] / [`Predicate::or`]).
+    #[must_use]
+    pub fn with_predicate(mut self, predicate: Predicate<K>) -> Self {
+        self.predicate = Some(predicate);
+        self
+    }
+
+    /// Reconciles the controller owner of every `C` whose controller owner
+    /// reference names a `K` (its kind and group), on each change of the
+    /// `C` (resyncs skipped) and its deletion (CT3).
+    #[must_use]
+    pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self {
+        self.add_watch::<C>(EnqueueHandler::for_owner::<K>)
+    }
+
+    /// [`owns`](Self::owns), with only the events `predicate` accepts.
+    #[must_use]
+    pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
+        self.add_watch::<C>(move |queue| {
+            EnqueueHandler::for_owner::<K>(queue).with_predicate(predicate)
+        })
+    }
+
+    /// Reconciles the keys (`namespace/name` of `K` objects, or `name` for
+    /// cluster-scoped ones) that `mapper` gives for each changed `T`
+    /// (resyncs skipped; an update maps both states).
+    #[must_use]
+    pub fn watches<T: TypedResource + DeserializeOwned>(
+        self,
+        mapper: impl Fn(&T) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.add_watch::<T>(move |queue| EnqueueHandler::from_map(queue, mapper))
+    }
+
+    fn add_watch<T: TypedResource + DeserializeOwned>(
+        mut self,
+        handler: impl FnOnce(RateLimitingQueue<String>) -> EnqueueHandler<T> + Send + 'static,
+    ) -> Self {
+        self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
+            let scope = setup.scope.clone();
+            let handler = handler(setup.queue.clone());
+            setup.watch::<T>(scope, handler).map(|_| ())
+        }));
+        self
+    }
+
+    /// How many workers reconcile (default 2).
+    #[must_use]
+    pub fn workers(mut self, n: usize) -> Self {
+        self.options = self.options.workers(n);
+        self
+    }
+
+    /// Workers on OS threads instead of tokio tasks (CT6).
+    #[must_use]
+    pub fn threads(mut self, on: bool) -> Self {
+        self.options = self.options.threads(on);
+        self
+    }
+
+    /// How long shutdown waits for reconciles in flight (default 30 s).
+    #[must_use]
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.options = self.options.drain_timeout(timeout);
+        self
+    }
+
+    /// The name in logs, spans and metric labels (default: `K`'s kind in
+    /// lower case).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.options = self.options.name(name);
+        self
+    }
+
+    /// What to do after a failed reconcile, given the object, the error
+    /// and the context (`ctx.num_requeues()` failures before this one).
+    /// Default: [`Action::RequeueRateLimited`].
+    #[must_use]
+    pub fn error_policy(
+        mut self,
+        policy: impl Fn(&Arc<K>, &(dyn std::error::Error + 'static), &Context<K>) -> Action
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.error_policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// The reconcile counters (successes, errors, panics, running), live
+    /// while the controller runs; [`WorkerStats::register`] exports them.
+    pub fn stats(&self) -> WorkerStats {
+        self.options.stats()
+    }
+
+    /// Runs the controller until `shutdown` is cancelled (see the
+    /// [type's docs](Controller)): starts the informers, waits until their caches
+    /// and the handlers have synced, reconciles with the workers, then
+    /// shuts down gracefully.
+    ///
+    /// # Errors
+    /// [`ControllerError::Informer`], [`ControllerError::Factory`] and
+    /// [`ControllerError::Workers`] when it cannot start;
+    /// [`ControllerError::DrainTimeout`] when reconciles outlived the drain
+    /// timeout at shutdown.
+    pub async fn run<R: Reconciler<K>>(
+        self,
+        reconciler: R,
+        shutdown: CancellationToken,
+    ) -> Result<(), ControllerError> {
+        let Self {
+            client,
+            factory,
+            namespace,
+            label_selector,
+            predicate,
+            watches,
+            options,
+            error_policy,
+        } = self;
+        let name = options.name_value().to_owned();
+        let own_factory = factory.is_none();
+        let factory = factory.unwrap_or_else(|| {
+            Arc::new(
+                InformerFactory::builder(client.clone())
+                    .strip_managed_fields(true)
+                    .build(),
+            )
+        });
+        let queue = RateLimitingQueue::with_config(
+            default_controller_rate_limiter(),
+            QueueConfig::new().name(name.clone()),
+        );
+        let mut scope = factory.scope();
+        if namespace.is_some() {
+            scope.namespace = namespace;
+        }
+        let mut primary_scope = scope.clone();
+        if label_selector.is_some() {
+            primary_scope.label_selector = label_selector;
+        }
+        let mut handler = EnqueueHandler::<K>::for_object(queue.clone());
+        if let Some(predicate) = predicate {
+            handler = handler.with_predicate(predicate);
+        }
+        let mut setup = Setup {
+            factory: &factory,
+            scope,
+            queue: queue.clone(),
+            registrations: Vec::new(),
+            removals: Vec::new(),
+            listers: HashMap::new(),
+        };
+        let started = setup.start(primary_scope, handler, watches);
+        let primary = match started {
+            Ok(primary) => primary,
+            Err(e) => {
+                setup.stop_sources(own_factory).await;
+                queue.shut_down();
+                return Err(e);
+            }
+        };
+        if !wait_for_caches(&shutdown, &setup.registrations, &name).await {
+            setup.stop_sources(own_factory).await;
+            queue.shut_down();
+            return Ok(());
+        }
+        tracing::info!(controller = %name, "caches synced");
+        let shared = Arc::new(Shared {
+            client,
+            name: name.clone(),
+            listers: std::mem::take(&mut setup.listers),
+        });
+        let step = reconcile_step(
+            primary.store(),
+            Arc::new(reconciler),
+            shared,
+            error_policy,
+            queue.clone(),
+        );
+        let workers_stop = CancellationToken::new();
+        let pool = match Pool::start(&queue, &options, workers_stop.clone(), step) {
+            Ok(pool) => pool,
+            Err(e) => {
+                setup.stop_sources(own_factory).await;
+                return Err(e.into());
+            }
+        };
+        shutdown.cancelled().await;
+        tracing::info!(controller = %name, "shutting down: stopping the event sources");
+        setup.stop_sources(own_factory).await;
+        workers_stop.cancel();
+        let report = pool.wait().await;
+        if report.drained {
+            Ok(())
+        } else {
+            Err(ControllerError::DrainTimeout {
+                timeout: options.drain_timeout_value(),
+                unfinished: report.unfinished,
+            })
+        }
+    }
+}
+
+/// Waits for every handler registration (a registration syncs once the
+/// informer's store holds the initial list and the handler has handled
+/// it); false when shutdown came first.
+async fn wait_for_caches(
+    shutdown: &CancellationToken,
+    registrations: &[HandlerRegistration],
+    name: &str,
+) -> bool {
+    let synced: Vec<&dyn HasSynced> = registrations.iter().map(|r| r as &dyn HasSynced).collect();
+    let mut waited = Duration::ZERO;
+    loop {
+        match wait_for_cache_sync(shutdown, Some(SYNC_WARN_INTERVAL), &synced).await {
+            Ok(()) => return true,
+            Err(CacheSyncError::Shutdown { .. }) => return false,
+            Err(e) => {
+                waited += SYNC_WARN_INTERVAL;
+                tracing::warn!(controller = %name, ?waited, error = %e, "still waiting for caches to sync: is the API server reachable and the resource installed?");
+            }
+        }
+    }
+}
+
+/// One key's reconcile: the object from the cache (skipped when gone,
+/// CT10), the reconciler, the error policy on failure (CT11).
+fn reconcile_step<K: Object, R: Reconciler<K>>(
+    store: Arc<kcontrol_indexer::ThreadSafeStore<K>>,
+    reconciler: Arc<R>,
+    shared: Arc<Shared>,
+    policy: Option<ErrorPolicy<K>>,
+    queue: RateLimitingQueue<String>,
+) -> impl Fn(String) -> futures::future::BoxFuture<'static, Result<Action, Action>> + Send + Sync + 'static
+{
+    move |key: String| {
+        let store = Arc::clone(&store);
+        let reconciler = Arc::clone(&reconciler);
+        let shared = Arc::clone(&shared);
+        let policy = policy.clone();
+        let requeues = queue.num_requeues(&key);
+        Box::pin(async move {
+            let Some(object) = store.get_by_key(&key) else {
+                tracing::debug!(%key, "not in the cache (deleted): nothing to reconcile");
+                return Ok(Action::Done);
+            };
+            let ctx = Context::new(shared, key, requeues);
+            match reconciler.reconcile(Arc::clone(&object), ctx.clone()).await {
+                Ok(action) => Ok(action),
+                Err(e) => {
+                    let action = policy
+                        .as_ref()
+                        .map_or(Action::RequeueRateLimited, |p| p(&object, &e, &ctx));
+                    tracing::warn!(key = ctx.key(), error = %e, requeues, ?action, "reconcile failed");
+                    Err(action)
+                }
+            }
+        })
+    }
+}

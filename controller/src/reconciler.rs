@@ -1,0 +1,184 @@
+//! What a [`Controller`](crate::Controller) calls: a [`Reconciler`] (a
+//! trait, or any async closure `Fn(Arc<K>, Context<K>) -> Result<Action, E>`)
+//! receiving the object from the cache and a [`Context`], and answering
+//! with an [`Action`]: done, requeue now, requeue after a delay, or
+//! requeue with the rate limiter's backoff.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcontrol_client::Client;
+use kcontrol_indexer::{Lister, Object};
+
+/// What becomes of a key after a reconcile (or, through the error policy,
+/// after a failed one). CT8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Finished: the key's failure count is reset (`forget`); the next
+    /// event on the object enqueues it again.
+    Done,
+    /// Reconcile again as soon as a worker is free: the key goes to the back
+    /// of the queue (behind keys already waiting, so it starves none);
+    /// failure count reset.
+    Requeue,
+    /// Reconcile again after this delay (polling a long-running task);
+    /// failure count reset. An event before then reconciles it earlier.
+    RequeueAfter(Duration),
+    /// Reconcile again after the queue's rate limiter's backoff (per key,
+    /// exponential from 5 ms to 1000 s, and overall 10 qps): the default
+    /// after an error.
+    RequeueRateLimited,
+}
+
+/// The shared part of every [`Context`] of one controller run.
+pub(crate) struct Shared {
+    pub(crate) client: Client,
+    pub(crate) name: String,
+    /// A lister per watched type, by `TypeId` of the object type.
+    pub(crate) listers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+}
+
+/// What a reconcile gets beside the object: the client, the key, how often
+/// it failed before, and listers of every type the controller watches.
+/// Cheap to clone.
+pub struct Context<K> {
+    shared: Arc<Shared>,
+    key: String,
+    requeues: u32,
+    _object: std::marker::PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for Context<K> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            key: self.key.clone(),
+            requeues: self.requeues,
+            _object: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K> fmt::Debug for Context<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("controller", &self.shared.name)
+            .field("key", &self.key)
+            .field("requeues", &self.requeues)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Object> Context<K> {
+    pub(crate) fn new(shared: Arc<Shared>, key: String, requeues: u32) -> Self {
+        Self {
+            shared,
+            key,
+            requeues,
+            _object: std::marker::PhantomData,
+        }
+    }
+
+    /// The controller's client.
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// The key reconciled (`namespace/name`, or `name`).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// How many times in a row this key failed (or panicked) before.
+    pub fn num_requeues(&self) -> u32 {
+        self.requeues
+    }
+
+    /// The controller's name.
+    pub fn controller_name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// A lister of the controller's cache of `T`: the reconciled type, or
+    /// one it [`owns`](crate::Controller::owns) or
+    /// [`watches`](crate::Controller::watches). `None` for other types.
+    pub fn lister<T: Object>(&self) -> Option<Lister<T>> {
+        self.shared
+            .listers
+            .get(&TypeId::of::<T>())
+            .and_then(|l| l.downcast_ref::<Lister<T>>())
+            .cloned()
+    }
+}
+
+/// The logic of a controller: brings the world in line with one object.
+///
+/// Implemented for every async closure
+/// `Fn(Arc<K>, Context<K>) -> impl Future<Output = Result<Action, E>>`.
+/// The object is the cache's shared `Arc` (never mutate it through
+/// interior mutability). A reconcile should be idempotent: it runs after
+/// every change, after resyncs and restarts, and may see a cache a little
+/// behind its own last write.
+///
+/// A type of its own carries the controller's state:
+///
+/// ```no_run
+/// # async fn demo(client: kcontrol_client::Client) -> Result<(), kcontrol_controller::ControllerError> {
+/// use std::sync::Arc;
+/// use kcontrol_controller::{Action, Context, Controller, Reconciler};
+/// use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+///
+/// struct Annotate {
+///     key: String,
+/// }
+///
+/// impl Reconciler<ConfigMap> for Annotate {
+///     type Error = kcontrol_client::Error;
+///
+///     async fn reconcile(&self, cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, Self::Error> {
+///         if cm.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(&self.key)) {
+///             return Ok(Action::Done);
+///         }
+///         // ... write through ctx.client()
+///         Ok(Action::RequeueAfter(std::time::Duration::from_secs(60)))
+///     }
+/// }
+///
+/// let shutdown = tokio_util::sync::CancellationToken::new();
+/// let reconciler = Annotate { key: "example.com/seen".into() };
+/// Controller::new(client).for_resource::<ConfigMap>().run(reconciler, shutdown).await
+/// # }
+/// ```
+pub trait Reconciler<K>: Send + Sync + 'static {
+    /// What a failed reconcile returns (logged, then handed to the error
+    /// policy).
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Reconciles `object`.
+    fn reconcile(
+        &self,
+        object: Arc<K>,
+        ctx: Context<K>,
+    ) -> impl Future<Output = Result<Action, Self::Error>> + Send;
+}
+
+impl<K, F, Fut, E> Reconciler<K> for F
+where
+    F: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    type Error = E;
+
+    fn reconcile(
+        &self,
+        object: Arc<K>,
+        ctx: Context<K>,
+    ) -> impl Future<Output = Result<Action, E>> + Send {
+        self(object, ctx)
+    }
+}
