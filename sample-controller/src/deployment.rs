@@ -133,7 +133,7 @@ mod tests {
     use kcontrol_indexer::Object;
 
     pub(crate) fn foo(name: &str, replicas: i32) -> Foo {
-        let mut foo = Foo::new("ns", name, &format!("{name}-deploy"), replicas);
+        let mut foo = Foo::with_deployment("ns", name, &format!("{name}-deploy"), replicas);
         foo.meta_mut().uid = Some(format!("uid-{name}"));
         foo
     }

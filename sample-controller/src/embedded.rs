@@ -62,7 +62,7 @@ pub fn client_for(server: &TestServer, rate_limit: RateLimit) -> Result<Client, 
 pub fn demo_foo(i: u32) -> Foo {
     let name = format!("example-foo-{i}");
     let replicas = i32::try_from(1 + i % 3).unwrap_or(1);
-    Foo::new(DEMO_NAMESPACE, &name, &name, replicas)
+    Foo::with_deployment(DEMO_NAMESPACE, &name, &name, replicas)
 }
 
 /// Creates the demo's Foos 1 to `count` through the API, a few at a time.
@@ -322,7 +322,7 @@ mod server_tests {
         let err = foos
             .create(
                 &PostParams::default(),
-                &Foo::new(DEMO_NAMESPACE, "big", "big", 11),
+                &Foo::with_deployment(DEMO_NAMESPACE, "big", "big", 11),
             )
             .await
             .unwrap_err();

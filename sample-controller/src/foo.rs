@@ -2,37 +2,23 @@
 //! for a Deployment of nginx with a number of replicas, as defined by
 //! `artifacts/examples/crd.yaml`.
 //!
-//! [`Foo`] implements `k8s_openapi::Resource`, `Metadata` and
-//! `ListableResource`, so it gets kcontrol's `Object` and `TypedResource` through
-//! their blanket implementations: `Api<Foo>`, informers and listers work on
-//! it as on any built-in type.
+//! [`Foo`] is defined by `kcontrol_indexer::custom_resource!` from its spec
+//! and status: the macro writes the struct, its wire form and the
+//! `k8s_openapi` traits that give it kcontrol's `Object` and
+//! `TypedResource`, so `Api<Foo>`, informers and listers work on it as on
+//! any built-in type.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 /// The API group of Foo.
-pub const GROUP: &str = "samplecontroller.k8s.io";
+pub const GROUP: &str = <Foo as k8s_openapi::Resource>::GROUP;
 /// The API version of Foo within its group.
-pub const VERSION: &str = "v1alpha1";
+pub const VERSION: &str = <Foo as k8s_openapi::Resource>::VERSION;
 /// `apiVersion` of a Foo.
-pub const API_VERSION: &str = "samplecontroller.k8s.io/v1alpha1";
+pub const API_VERSION: &str = <Foo as k8s_openapi::Resource>::API_VERSION;
 /// The kind.
-pub const KIND: &str = "Foo";
-
-/// A Foo: the desired Deployment in `spec`, what the controller observed in `status`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Foo {
-    /// Standard object metadata.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// What the user asks for.
-    #[serde(default)]
-    pub spec: FooSpec,
-    /// What the controller last observed; absent until it writes one.
-    #[serde(default)]
-    pub status: Option<FooStatus>,
-}
+pub const KIND: &str = <Foo as k8s_openapi::Resource>::KIND;
 
 /// The desired state of a Foo.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,10 +41,29 @@ pub struct FooStatus {
     pub available_replicas: i32,
 }
 
+kcontrol_indexer::custom_resource! {
+    /// A Foo: the desired Deployment in `spec`, what the controller observed
+    /// in `status`.
+    #[derive(Default, PartialEq)]
+    pub struct Foo {
+        group: "samplecontroller.k8s.io",
+        version: "v1alpha1",
+        plural: "foos",
+        scope: Namespaced,
+        spec: FooSpec,
+        status: FooStatus,
+    }
+}
+
 impl Foo {
     /// A Foo named `name` in `namespace` asking for `replicas` replicas of a
     /// Deployment named `deployment_name`.
-    pub fn new(namespace: &str, name: &str, deployment_name: &str, replicas: i32) -> Self {
+    pub fn with_deployment(
+        namespace: &str,
+        name: &str,
+        deployment_name: &str,
+        replicas: i32,
+    ) -> Self {
         Self {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
@@ -85,56 +90,6 @@ impl Foo {
     }
 }
 
-/// The wire form: `apiVersion` and `kind` first, as the API server expects.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FooWire<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    metadata: &'a ObjectMeta,
-    spec: &'a FooSpec,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<&'a FooStatus>,
-}
-
-impl Serialize for Foo {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        FooWire {
-            api_version: API_VERSION,
-            kind: KIND,
-            metadata: &self.metadata,
-            spec: &self.spec,
-            status: self.status.as_ref(),
-        }
-        .serialize(serializer)
-    }
-}
-
-impl k8s_openapi::Resource for Foo {
-    const API_VERSION: &'static str = API_VERSION;
-    const GROUP: &'static str = GROUP;
-    const KIND: &'static str = KIND;
-    const VERSION: &'static str = VERSION;
-    const URL_PATH_SEGMENT: &'static str = "foos";
-    type Scope = k8s_openapi::NamespaceResourceScope;
-}
-
-impl k8s_openapi::ListableResource for Foo {
-    const LIST_KIND: &'static str = "FooList";
-}
-
-impl k8s_openapi::Metadata for Foo {
-    type Ty = ObjectMeta;
-
-    fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,7 +103,7 @@ mod tests {
         assert_eq!(r.plural, "foos");
         assert_eq!(r.kind, "Foo");
         assert!(r.namespaced);
-        let foo = Foo::new("ns", "a", "a-deploy", 2);
+        let foo = Foo::with_deployment("ns", "a", "a-deploy", 2);
         assert_eq!(foo.name(), Some("a"));
         assert_eq!(foo.namespace(), Some("ns"));
     }

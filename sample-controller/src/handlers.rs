@@ -161,7 +161,7 @@ mod tests {
     }
 
     fn foo(name: &str) -> Arc<Foo> {
-        let mut foo = Foo::new("ns", name, &format!("{name}-d"), 1);
+        let mut foo = Foo::with_deployment("ns", name, &format!("{name}-d"), 1);
         foo.metadata.uid = Some(format!("uid-{name}"));
         foo.metadata.resource_version = Some("1".into());
         Arc::new(foo)

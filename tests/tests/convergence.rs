@@ -28,7 +28,7 @@ async fn create_foos(env: &Env, prefix: &str, range: std::ops::Range<usize>) {
         .map(|i| {
             let api = api.clone();
             let name = format!("{prefix}-{i}");
-            let foo = Foo::new(&namespace, &name, &name, 1 + (i % 3) as i32);
+            let foo = Foo::with_deployment(&namespace, &name, &name, 1 + (i % 3) as i32);
             async move {
                 // injected 429s and 500s hit the test's creates too: retry
                 // them; a create whose answer was lost may have happened:

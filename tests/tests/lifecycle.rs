@@ -81,7 +81,7 @@ async fn lifecycle(env: Env) {
     let foo = foos
         .create(
             &PostParams::default(),
-            &Foo::new(&env.namespace, "web", "web-nginx", 1),
+            &Foo::with_deployment(&env.namespace, "web", "web-nginx", 1),
         )
         .await
         .unwrap();
@@ -123,7 +123,12 @@ async fn lifecycle(env: Env) {
     foo_status(&env, "web", 3).await;
 
     // a Deployment of that name owned by nobody: ErrResourceExists, retried
-    let mut foreign = new_deployment(&Foo::new(&env.namespace, "someone-else", "taken", 1));
+    let mut foreign = new_deployment(&Foo::with_deployment(
+        &env.namespace,
+        "someone-else",
+        "taken",
+        1,
+    ));
     foreign.metadata.owner_references = None;
     env.deployments()
         .create(&PostParams::default(), &foreign)
@@ -131,7 +136,7 @@ async fn lifecycle(env: Env) {
         .unwrap();
     foos.create(
         &PostParams::default(),
-        &Foo::new(&env.namespace, "late", "taken", 2),
+        &Foo::with_deployment(&env.namespace, "late", "taken", 2),
     )
     .await
     .unwrap();
@@ -186,7 +191,7 @@ async fn bad_input(env: Env) {
         let err = foos
             .create(
                 &PostParams::default(),
-                &Foo::new(
+                &Foo::with_deployment(
                     &env.namespace,
                     &format!("bad-{}", replicas + 1),
                     "bad",
@@ -202,14 +207,14 @@ async fn bad_input(env: Env) {
     // no deploymentName: dropped, never retried
     foos.create(
         &PostParams::default(),
-        &Foo::new(&env.namespace, "nameless", "", 1),
+        &Foo::with_deployment(&env.namespace, "nameless", "", 1),
     )
     .await
     .unwrap();
     // a later, valid Foo shows the controller has handled the queue so far
     foos.create(
         &PostParams::default(),
-        &Foo::new(&env.namespace, "fine", "fine", 1),
+        &Foo::with_deployment(&env.namespace, "fine", "fine", 1),
     )
     .await
     .unwrap();
@@ -265,7 +270,7 @@ async fn failed_creates_are_warned_about_and_retried_with_backoff() {
     env.foos()
         .create(
             &PostParams::default(),
-            &Foo::new(&env.namespace, "unlucky", "unlucky", 2),
+            &Foo::with_deployment(&env.namespace, "unlucky", "unlucky", 2),
         )
         .await
         .unwrap();

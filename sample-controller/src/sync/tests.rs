@@ -42,7 +42,7 @@ fn a_missing_foo_is_done() {
 #[test]
 fn bad_keys_and_empty_deployment_names_are_dropped() {
     let h = handler();
-    h.backend().put_foo(Foo::new("ns", "a", "", 1));
+    h.backend().put_foo(Foo::with_deployment("ns", "a", "", 1));
     assert_eq!(
         sync(&h, "ns/a"),
         Ok(SyncOutcome::Dropped(DropReason::NoDeploymentName))
@@ -62,7 +62,8 @@ fn bad_keys_and_empty_deployment_names_are_dropped() {
 #[test]
 fn the_happy_path_takes_three_writes() {
     let h = handler();
-    h.backend().put_foo(Foo::new("ns", "a", "web", 3));
+    h.backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 3));
     // 1: the Deployment is created; nothing is available yet, and the Foo
     // has no status, which reads as 0: no status write.
     assert_eq!(
@@ -118,7 +119,8 @@ fn the_happy_path_takes_three_writes() {
 #[test]
 fn a_foreign_deployment_is_an_error_and_a_warning() {
     let h = handler();
-    h.backend().put_foo(Foo::new("ns", "a", "web", 1));
+    h.backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 1));
     let mut foreign = Deployment::default();
     foreign.metadata.name = Some("web".into());
     foreign.metadata.namespace = Some("ns".into());
@@ -140,9 +142,11 @@ fn a_foreign_deployment_is_an_error_and_a_warning() {
 #[test]
 fn a_deployment_of_an_earlier_foo_of_the_same_name_is_foreign() {
     let h = handler();
-    let old = h.backend().put_foo(Foo::new("ns", "a", "web", 1));
+    let old = h
+        .backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 1));
     h.backend().put_deployment(new_deployment(&old));
-    let mut recreated = Foo::new("ns", "a", "web", 1);
+    let mut recreated = Foo::with_deployment("ns", "a", "web", 1);
     recreated.metadata.uid = Some("a-new-uid".into());
     h.backend().put_foo(recreated);
     assert!(sync(&h, "ns/a").unwrap_err().contains("not managed by Foo"));
@@ -151,7 +155,9 @@ fn a_deployment_of_an_earlier_foo_of_the_same_name_is_foreign() {
 #[test]
 fn replicas_are_followed_and_the_rest_of_the_deployment_kept() {
     let h = handler();
-    let foo = h.backend().put_foo(Foo::new("ns", "a", "web", 1));
+    let foo = h
+        .backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 1));
     let mut existing = new_deployment(&foo);
     existing
         .metadata
@@ -193,7 +199,8 @@ fn replicas_are_followed_and_the_rest_of_the_deployment_kept() {
 #[test]
 fn a_failed_create_is_a_warning_and_a_retried_error() {
     let h = handler();
-    h.backend().put_foo(Foo::new("ns", "a", "web", 1));
+    h.backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 1));
     h.backend().fail_next_creates(&[500]);
     let err = sync(&h, "ns/a").unwrap_err();
     assert!(err.starts_with("creating Deployment \"web\""), "{err}");
@@ -212,7 +219,8 @@ fn a_failed_create_is_a_warning_and_a_retried_error() {
 #[test]
 fn already_exists_means_a_stale_cache_and_no_warning() {
     let h = handler();
-    h.backend().put_foo(Foo::new("ns", "a", "web", 1));
+    h.backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 1));
     h.backend().fail_next_creates(&[409]);
     assert!(sync(&h, "ns/a").is_err());
     assert!(h.backend().events().is_empty());
@@ -248,7 +256,7 @@ fn a_status_conflict_is_retried() {
         }
     }
     let backend = FakeBackend::default();
-    let stale = backend.put_foo(Foo::new("ns", "a", "web", 2));
+    let stale = backend.put_foo(Foo::with_deployment("ns", "a", "web", 2));
     backend.put_deployment(new_deployment(&stale));
     backend.roll_out("ns/web");
     backend.put_foo(Foo::clone(&stale)); // a newer resourceVersion on the server
@@ -285,7 +293,7 @@ proptest! {
         let h = handler();
         let keys: Vec<String> = (0..3).map(|i| format!("ns/foo-{i}")).collect();
         for i in 0..3 {
-            h.backend().put_foo(Foo::new("ns", &format!("foo-{i}"), &format!("deploy-{i}"), 1));
+            h.backend().put_foo(Foo::with_deployment("ns", &format!("foo-{i}"), &format!("deploy-{i}"), 1));
         }
         for c in &changes {
             match *c {
