@@ -115,6 +115,19 @@ pub fn available_replicas(deployment: &Deployment) -> i32 {
         .unwrap_or(0)
 }
 
+/// Whether the Deployment controller has reported on the Deployment's
+/// current generation (`status.observedGeneration` caught up): before
+/// that, its status says nothing yet (no replica counted is not "0
+/// available", it is "not looked at").
+pub fn status_observed(deployment: &Deployment) -> bool {
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    deployment
+        .status
+        .as_ref()
+        .and_then(|s| s.observed_generation)
+        .is_some_and(|observed| observed >= generation)
+}
+
 /// Whether `foo` is in sync with `deployment`: the Deployment is the Foo's,
 /// has the replicas asked for, all of them available, and the Foo's status
 /// reports them.

@@ -326,3 +326,27 @@ async fn failed_creates_are_warned_about_and_retried_with_backoff() {
         "failed_creates: real-cluster part skipped (it needs the testserver's fault injection)"
     );
 }
+
+/// A cluster without nodes (a kube-apiserver with no kubelet): Deployments
+/// are observed and never available. As with kubernetes/sample-controller,
+/// every Foo still shows its status, `availableReplicas: 0`, and has a
+/// Normal `Synced` event (issue 15; kcontrol's controller wrote neither).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_nodes_every_foo_shows_status_0_and_a_synced_event() {
+    let env = Env::testserver("without-nodes").await;
+    env.server().unwrap().set_nodes_ready(false);
+    let ctl = RunningController::start(&env, 2).await;
+    let foos = env.foos();
+    let names: Vec<String> = (0..20).map(|i| format!("nodeless-{i}")).collect();
+    for name in &names {
+        let foo = Foo::with_deployment(&env.namespace, name, name, 1 + (name.len() % 3) as i32);
+        foos.create(&PostParams::default(), &foo).await.unwrap();
+    }
+    for name in &names {
+        let foo = foo_status(&env, name, 0).await;
+        assert_eq!(foo.status.unwrap().available_replicas, 0);
+        let synced = event(&env, name, "Synced").await;
+        assert_eq!(synced.type_.as_deref(), Some("Normal"));
+    }
+    ctl.stop().await;
+}

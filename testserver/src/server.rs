@@ -311,6 +311,16 @@ impl TestServer {
         *self.core.deployment_sim.write() = delay;
     }
 
+    /// Whether Pods can run (default true). False plays a cluster without
+    /// nodes, as a kube-apiserver with no kubelet: the Deployment
+    /// simulator reports each Deployment's generation observed and every
+    /// replica unavailable, so none ever becomes available.
+    pub fn set_nodes_ready(&self, ready: bool) {
+        self.core
+            .nodes_ready
+            .store(ready, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Stops serving: open watches end, connections close.
     pub async fn shutdown(mut self) {
         self.shutdown.send_replace(true);

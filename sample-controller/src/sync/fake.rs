@@ -91,6 +91,24 @@ impl FakeBackend {
         d.status = Some(DeploymentStatus {
             available_replicas: Some(replicas),
             replicas: Some(replicas),
+            observed_generation: Some(d.metadata.generation.unwrap_or(0)),
+            ..DeploymentStatus::default()
+        });
+        self.put_deployment(d);
+    }
+
+    /// What the Deployment controller does in a cluster without nodes: it
+    /// reports on the Deployment, and no replica is available.
+    pub(crate) fn observe_unavailable(&self, key: &str) {
+        let Some(d) = self.deployment(key) else {
+            return;
+        };
+        let mut d = Deployment::clone(&d);
+        let replicas = crate::deployment::spec_replicas(&d);
+        d.status = Some(DeploymentStatus {
+            replicas: Some(replicas),
+            unavailable_replicas: Some(replicas),
+            observed_generation: Some(d.metadata.generation.unwrap_or(0)),
             ..DeploymentStatus::default()
         });
         self.put_deployment(d);

@@ -11,17 +11,22 @@
 //! 4. the Deployment is controlled by something else → a Warning
 //!    `ErrResourceExists` event and a retried error;
 //! 5. its replicas differ from the Foo's → updated;
-//! 6. `status.availableReplicas` differs from the Deployment's → written
-//!    through the status subresource (skipped when equal, so a sync that
-//!    has nothing to do writes nothing);
-//! 7. a Normal `Synced` event once a write brought the Foo fully in sync
-//!    (every replica available and reported).
+//! 6. `status.availableReplicas` is written through the status
+//!    subresource when it differs from the Deployment's, or when the Foo
+//!    has no status yet and the Deployment controller has reported on the
+//!    Deployment (`observedGeneration` caught up) — so every Foo shows its
+//!    status, `availableReplicas: 0` included (a cluster without nodes),
+//!    as kubernetes/sample-controller's do;
+//! 7. a Normal `Synced` event with every status write.
 //!
-//! Step 7 differs from sample-controller, which records `Synced` after
-//! every successful sync and lets the recorder count the repeats: each
-//! repeat is a PATCH, and a Foo is synced three times on its way to
-//! convergence. Recording the event when the Foo converges keeps the
-//! happy path at three writes per Foo (Deployment, status, event).
+//! Steps 6 and 7 differ from sample-controller, which writes the status and
+//! records `Synced` after every successful sync (each repeat of the event
+//! is a PATCH of its count): a sync with nothing to change writes nothing
+//! here, and a status is not written before the Deployment controller has
+//! looked at a new Deployment (its empty status is not yet "0 available").
+//! Every Foo the controller has processed still shows its status and has a
+//! `Synced` event, and the happy path stays at three writes per Foo
+//! (Deployment, status, event).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -33,11 +38,12 @@ use kcontrol_indexer::split_meta_namespace_key;
 
 use crate::deployment::{
     available_replicas, is_controlled_by, is_converged, new_deployment, spec_replicas,
+    status_observed,
 };
 use crate::foo::{Foo, FooStatus};
 use crate::stats::{ControllerStats, Counters};
 
-/// Reason of the Normal event of a Foo that came in sync.
+/// Reason of the Normal event of a Foo whose status was written.
 pub const SUCCESS_SYNCED: &str = "Synced";
 /// Message of that event.
 pub const MESSAGE_RESOURCE_SYNCED: &str = "Foo synced successfully";
@@ -236,7 +242,7 @@ impl<B: Backend> SyncHandler<B> {
             .update_status(key, foo, &deployment, &mut report)
             .await?;
         report.converged = is_converged(&foo, &deployment);
-        if report.status_written && report.converged {
+        if report.status_written {
             self.backend.record(
                 &foo,
                 EventType::Normal,
@@ -313,7 +319,11 @@ impl<B: Backend> SyncHandler<B> {
         report: &mut SyncReport,
     ) -> Result<Arc<Foo>, SyncError> {
         let available = available_replicas(deployment);
-        if foo.available_replicas() == available {
+        let write = match &foo.status {
+            Some(status) => status.available_replicas != available,
+            None => status_observed(deployment),
+        };
+        if !write {
             return Ok(foo);
         }
         let mut copy = Foo::clone(&foo);

@@ -117,6 +117,37 @@ fn the_happy_path_takes_three_writes() {
 }
 
 #[test]
+fn a_deployment_that_never_becomes_available_gives_status_0_and_a_synced_event() {
+    let h = handler();
+    h.backend()
+        .put_foo(Foo::with_deployment("ns", "a", "web", 2));
+    assert!(matches!(sync(&h, "ns/a"), Ok(SyncOutcome::Synced(r)) if r.created));
+    // the Deployment controller has not looked yet: nothing to report
+    assert_eq!(sync(&h, "ns/a"), synced(SyncReport::default()));
+    assert!(h.backend().foo("ns/a").unwrap().status.is_none());
+    // it has, and nothing is available (no nodes): the Foo says 0
+    h.backend().observe_unavailable("ns/web");
+    assert_eq!(
+        sync(&h, "ns/a"),
+        synced(SyncReport {
+            status_written: true,
+            ..SyncReport::default()
+        })
+    );
+    let foo = h.backend().foo("ns/a").unwrap();
+    assert_eq!(foo.status.as_ref().map(|s| s.available_replicas), Some(0));
+    let events = h.backend().events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (events[0].1.clone(), events[0].2.as_str()),
+        (EventType::Normal, "Synced")
+    );
+    // resyncs write nothing more
+    assert_eq!(sync(&h, "ns/a"), synced(SyncReport::default()));
+    assert_eq!(h.backend().writes(), ["create ns/web", "status ns/a"]);
+}
+
+#[test]
 fn a_foreign_deployment_is_an_error_and_a_warning() {
     let h = handler();
     h.backend()
@@ -183,7 +214,8 @@ fn replicas_are_followed_and_the_rest_of_the_deployment_kept() {
     let d = h.backend().deployment("ns/web").unwrap();
     assert_eq!(spec_replicas(&d), 4);
     assert_eq!(d.annotations()["note"], "kept");
-    assert!(h.backend().events().is_empty(), "not converged yet");
+    // every status write is reported, as upstream reports every sync
+    assert_eq!(h.backend().events().len(), 1);
     h.backend().roll_out("ns/web");
     assert!(matches!(
         sync(&h, "ns/a"),
@@ -194,6 +226,9 @@ fn replicas_are_followed_and_the_rest_of_the_deployment_kept() {
         }))
     ));
     assert_eq!(h.backend().foo("ns/a").unwrap().available_replicas(), 4);
+    let events = h.backend().events();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(events.iter().all(|e| e.2 == "Synced"));
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! The Deployment status simulator: a configurable while after a
 //! Deployment's spec changes, its status reports every replica updated,
 //! ready and available for the new generation (what a healthy cluster
-//! reports once the rollout finished).
+//! reports once the rollout finished); in a cluster without nodes
+//! ([`TestServer::set_nodes_ready`](crate::TestServer::set_nodes_ready)),
+//! what kube-controller-manager reports there: the generation observed,
+//! every replica unavailable.
 
 use crate::meta;
 use crate::rest::Core;
@@ -19,6 +22,27 @@ pub(crate) fn schedule(core: &Arc<Core>, namespace: String, name: String) {
         tokio::time::sleep(delay).await;
         simulate(&core, &namespace, &name);
     });
+}
+
+/// The status a cluster without nodes reports for `obj`.
+fn unavailable_status(obj: &Value) -> Value {
+    let replicas = obj["spec"]["replicas"].as_i64().unwrap_or(1);
+    let now = timeutil::now_rfc3339();
+    let mut status = json!({
+        "observedGeneration": meta::generation(obj),
+        "conditions": [
+            {"type": "Available", "status": "False", "lastUpdateTime": now, "lastTransitionTime": now,
+             "reason": "MinimumReplicasUnavailable", "message": "Deployment does not have minimum availability."}
+        ]
+    });
+    if replicas > 0 {
+        if let Some(m) = status.as_object_mut() {
+            for f in ["replicas", "updatedReplicas", "unavailableReplicas"] {
+                m.insert(f.into(), json!(replicas));
+            }
+        }
+    }
+    status
 }
 
 /// The status a finished rollout of `obj` reports.
@@ -98,7 +122,11 @@ pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
         return;
     }
     let previous = cur.value().get("status").cloned().unwrap_or(Value::Null);
-    let status = desired_status(cur.value(), &previous);
+    let status = if core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst) {
+        desired_status(cur.value(), &previous)
+    } else {
+        unavailable_status(cur.value())
+    };
     if same_except_times(&status, &previous) {
         return;
     }

@@ -78,6 +78,9 @@ pub(crate) struct Core {
     controllers: mpsc::UnboundedSender<ControllerMsg>,
     /// Delay before the Deployment simulator writes status; `None` = off.
     pub deployment_sim: parking_lot::RwLock<Option<Duration>>,
+    /// Whether Pods can run: false plays a cluster without nodes, where
+    /// the simulator reports Deployments observed but nothing available.
+    pub nodes_ready: std::sync::atomic::AtomicBool,
 }
 
 /// Storage key of an object.
@@ -108,6 +111,7 @@ impl Core {
             registry: Registry::default(),
             controllers: tx,
             deployment_sim: parking_lot::RwLock::new(deployment_sim),
+            nodes_ready: std::sync::atomic::AtomicBool::new(true),
         });
         core.registry.register(crate::builtin::all());
         for info in core.registry.all() {
