@@ -13,7 +13,8 @@
 //!   served versions, scope, status subresource, schema validation);
 //! - storage semantics: one global resourceVersion, uid, generation,
 //!   generateName, 409 on stale updates, the status subresource, merge /
-//!   JSON / strategic-merge patches, server-side apply (create or merge),
+//!   JSON / strategic-merge patches, server-side apply with field
+//!   ownership (`managedFields`, conflicts, `force`),
 //!   finalizers, garbage collection and propagation policies;
 //! - lists (selectors, limit/continue, resourceVersion and
 //!   resourceVersionMatch) and watches (bounded history with 410 Expired,
@@ -48,6 +49,7 @@ mod builtin;
 mod controllers;
 mod crd;
 mod faults;
+mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;

@@ -36,6 +36,27 @@ pub(crate) struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// The manager of a non-apply write without `fieldManager` (kube derives
+    /// it from the User-Agent); `None` for the server's own writes.
+    pub default_manager: Option<String>,
+    /// `force=true` (apply only).
+    pub force: bool,
+    /// `managedFields` are already computed (by apply): record nothing.
+    pub(crate) fields_recorded: bool,
+}
+
+/// The manager the server's own writes are recorded as.
+pub(crate) const SERVER_MANAGER: &str = "kcontrol-testserver";
+
+impl WriteOptions {
+    /// The manager a non-apply write is recorded as.
+    pub(crate) fn update_manager(&self) -> &str {
+        match (&self.field_manager, &self.default_manager) {
+            (Some(m), _) if !m.is_empty() => m,
+            (_, Some(d)) => d,
+            _ => SERVER_MANAGER,
+        }
+    }
 }
 
 /// The result of a write.

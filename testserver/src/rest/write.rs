@@ -2,6 +2,7 @@
 
 use super::strategy::{self, FieldValidation};
 use super::{object_key, ControllerMsg, Core, Subresource, WriteOptions, WriteResult};
+use crate::fields::{self, ApplyError};
 use crate::meta;
 use crate::patch::{self, PatchError, PatchType};
 use crate::resource::{Behavior, ResourceInfo};
@@ -107,6 +108,53 @@ fn default_and_validate(
     }
 }
 
+/// The writer a write is recorded as.
+fn writer<'a>(info: &ResourceInfo, opts: &'a WriteOptions, sub: Subresource) -> fields::Writer<'a> {
+    fields::Writer {
+        manager: opts.update_manager(),
+        api_version: info.api_version(),
+        subresource: match sub {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+        },
+    }
+}
+
+/// 409 `Apply failed with N conflict(s)`, with one `FieldManagerConflict`
+/// cause per field, as kube-apiserver answers.
+fn apply_conflict(conflicts: &[fields::Conflict]) -> StatusError {
+    let message = match conflicts {
+        [one] => format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            one.manager, one.field
+        ),
+        many => {
+            let mut managers: Vec<&str> = many.iter().map(|c| c.manager.as_str()).collect();
+            managers.sort_unstable();
+            managers.dedup();
+            let mut lines = Vec::new();
+            for m in managers {
+                lines.push(format!("conflicts with {m}:"));
+                for c in many.iter().filter(|c| c.manager == m) {
+                    lines.push(format!("- {}", c.field));
+                }
+            }
+            format!(
+                "Apply failed with {} conflicts: {}",
+                many.len(),
+                lines.join("\n")
+            )
+        }
+    };
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", c.manager), "field": c.field}))
+        .collect();
+    let mut e = StatusError::new(409, "Conflict", message);
+    e.details = Some(Box::new(json!({ "causes": causes })));
+    e
+}
+
 fn dry_run_object(value: Value, key: &str) -> Result<Arc<StoredObject>, StatusError> {
     let rv = value["metadata"]["resourceVersion"]
         .as_str()
@@ -150,6 +198,9 @@ impl Core {
         let warnings = default_and_validate(info, &mut obj, None, opts)?;
         if info.behavior == Behavior::CustomResourceDefinition {
             crate::crd::establish(&mut obj);
+        }
+        if !opts.fields_recorded {
+            fields::record_update(info, None, &mut obj, &writer(info, opts, Subresource::Main));
         }
         Ok(Prepared {
             value: obj,
@@ -254,6 +305,9 @@ impl Core {
             return Err(StatusError::stale(&info.group_resource(), name));
         }
         let old_value = old.value();
+        let recorded_fields = opts
+            .fields_recorded
+            .then(|| meta::metadata(&body).and_then(|m| m.get("managedFields").cloned()));
         let mut new = match sub {
             Subresource::Main => {
                 let mut n = body;
@@ -279,6 +333,12 @@ impl Core {
             }
         };
         strategy::keep_system_metadata(old_value, &mut new);
+        if let Some(recorded) = recorded_fields {
+            match recorded {
+                Some(mf) => meta::metadata_mut(&mut new).insert("managedFields".into(), mf),
+                None => meta::metadata_mut(&mut new).remove("managedFields"),
+            };
+        }
         let warnings = default_and_validate(info, &mut new, Some(old_value), opts)?;
         if info.tracks_generation && strategy::spec_changed(old_value, &new) {
             let gen = meta::generation(old_value) + 1;
@@ -289,6 +349,9 @@ impl Core {
             && !meta::is_deleting(&new)
         {
             crate::crd::establish(&mut new);
+        }
+        if !opts.fields_recorded {
+            fields::record_update(info, Some(old_value), &mut new, &writer(info, opts, sub));
         }
         if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
             if opts.dry_run {
@@ -377,8 +440,10 @@ impl Core {
         self.update_locked(info, &mut tx, &key, name, patched, sub, opts)
     }
 
-    /// Server-side apply: create when missing, else merge the applied
-    /// configuration into the live object.
+    /// Server-side apply: the applied configuration is merged into the live
+    /// object (created when missing) and the manager's `Apply` entry in
+    /// `managedFields` records what it sets; a change of a field another
+    /// manager owns is a 409 conflict unless `force`.
     fn apply(
         &self,
         info: &ResourceInfo,
@@ -388,7 +453,8 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        if opts.field_manager.as_deref().is_none_or(str::is_empty) {
+        let manager = opts.field_manager.as_deref().unwrap_or("");
+        if manager.is_empty() {
             let e = FieldError::required("fieldManager", "is required for apply patch");
             return Err(StatusError::invalid(
                 "meta.k8s.io",
@@ -408,19 +474,35 @@ impl Core {
                 "the name of the object ({applied_name}) does not match the name on the URL ({name})"
             )));
         }
+        let writer = writer(info, opts, sub);
+        let writer = fields::Writer { manager, ..writer };
+        let recorded = WriteOptions {
+            fields_recorded: true,
+            ..opts.clone()
+        };
+        let apply_error = |e: ApplyError| match e {
+            ApplyError::Conflicts(c) => apply_conflict(&c),
+            ApplyError::Invalid(msg) => StatusError::internal(&format!(
+                "failed to create typed patch object ({}/{}, Kind={}): {msg}",
+                info.group, info.version, info.kind
+            )),
+        };
         let key = object_key(info, namespace, name);
         let rs = self.resource_store(info);
         if rs.get(&key).is_none() {
             if sub == Subresource::Status {
                 return Err(StatusError::not_found(&info.group_resource(), name));
             }
-            return self.create(info, namespace, applied, opts);
+            let created = fields::apply(info, &json!({}), &applied, &writer, opts.force)
+                .map_err(apply_error)?;
+            return self.create(info, namespace, created, &recorded);
         }
         let mut tx = rs.write(&self.store);
         let Some(old) = tx.get(&key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let mut merged = patch::apply_merge(old.value(), &applied);
+        let mut merged =
+            fields::apply(info, old.value(), &applied, &writer, opts.force).map_err(apply_error)?;
         if meta::meta_str(&applied, "resourceVersion").is_empty() {
             meta::set_meta_str(
                 &mut merged,
@@ -428,7 +510,7 @@ impl Core {
                 &old.resource_version().to_string(),
             );
         }
-        self.update_locked(info, &mut tx, &key, name, merged, sub, opts)
+        self.update_locked(info, &mut tx, &key, name, merged, sub, &recorded)
     }
 
     /// Work that follows a stored create or update.

@@ -7,6 +7,7 @@
     missing_docs
 )]
 
+mod apply;
 mod client;
 mod crds;
 mod crud;
