@@ -12,7 +12,8 @@
 //!   and customresourcedefinitions; CRDs register their resources (all
 //!   served versions, scope, status subresource, schema validation);
 //! - storage semantics: one global resourceVersion, uid, generation,
-//!   generateName, 409 on stale updates, the status subresource, merge /
+//!   generateName, 409 on stale updates, the status subresource, the
+//!   Deployment scale subresource, merge /
 //!   JSON / strategic-merge patches, server-side apply with field
 //!   ownership (`managedFields`, conflicts, `force`),
 //!   finalizers, garbage collection and propagation policies;

@@ -7,7 +7,7 @@ use super::render::{self, IncludeObject};
 use super::request::{ApiRequest, Verb};
 use super::{list, watch, State};
 use crate::patch::PatchType;
-use crate::resource::ResourceInfo;
+use crate::resource::{Behavior, ResourceInfo};
 use crate::rest::{
     DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
     WriteResult,
@@ -145,6 +145,9 @@ pub(crate) async fn resource(
     if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
         return Err(StatusError::route_not_found());
     }
+    if req.subresource.as_deref() == Some("scale") && info.behavior == Behavior::Deployment {
+        return scale(state, &info, req, parts, body, q).await;
+    }
     let sub = match req.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if info.status_subresource => Subresource::Status,
@@ -219,6 +222,51 @@ pub(crate) async fn resource(
         }
         _ => Err(StatusError::method_not_allowed()),
     }
+}
+
+/// The `scale` subresource of a Deployment.
+async fn scale(
+    state: &Arc<State>,
+    info: &ResourceInfo,
+    req: &ApiRequest,
+    parts: &Parts,
+    body: Incoming,
+    q: &HashMap<String, String>,
+) -> Result<Resp, StatusError> {
+    let (Some(ns), Some(name)) = (req.namespace.as_deref(), req.name.as_deref()) else {
+        return Err(StatusError::route_not_found());
+    };
+    let output = negotiate::output(header(parts, http::header::ACCEPT))?;
+    let scale = match req.verb {
+        Verb::Get => state.core.get_scale(info, ns, name)?,
+        Verb::Update => {
+            let opts = write_options(q, parts, "UpdateOptions", false)?;
+            let bytes = read_body(body).await?;
+            let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
+            state.core.update_scale(info, ns, name, obj, &opts)?
+        }
+        Verb::Patch => {
+            let ct = header(parts, http::header::CONTENT_TYPE).unwrap_or("");
+            let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
+                StatusError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                )
+            })?;
+            let opts = write_options(q, parts, "PatchOptions", patch_type == PatchType::Apply)?;
+            let bytes = read_body(body).await?;
+            state
+                .core
+                .patch_scale(info, ns, name, patch_type, &bytes, &opts)?
+        }
+        _ => return Err(StatusError::method_not_allowed()),
+    };
+    let (bytes, ct) = match output {
+        negotiate::Output::Yaml => render::yaml(&scale)?,
+        _ => (render::json_bytes(&scale), "application/json"),
+    };
+    respond(200, bytes, ct, &[])
 }
 
 async fn delete_options(

@@ -4,6 +4,7 @@
 //! the background controllers all write through here.
 
 mod delete;
+mod scale;
 pub(crate) mod strategy;
 mod write;
 
@@ -25,6 +26,8 @@ pub(crate) enum Subresource {
     Main,
     /// `/status`.
     Status,
+    /// `/scale`: writes the main resource's replicas.
+    Scale,
 }
 
 /// Options of create, update and patch.

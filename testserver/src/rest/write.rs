@@ -116,6 +116,7 @@ fn writer<'a>(info: &ResourceInfo, opts: &'a WriteOptions, sub: Subresource) -> 
         subresource: match sub {
             Subresource::Main => "",
             Subresource::Status => "status",
+            Subresource::Scale => "scale",
         },
     }
 }
@@ -285,7 +286,7 @@ impl Core {
 
     /// Applies an update while holding the resource's lock.
     #[allow(clippy::too_many_arguments)]
-    fn update_locked(
+    pub(super) fn update_locked(
         &self,
         info: &ResourceInfo,
         tx: &mut WriteTxn<'_>,
@@ -309,7 +310,7 @@ impl Core {
             .fields_recorded
             .then(|| meta::metadata(&body).and_then(|m| m.get("managedFields").cloned()));
         let mut new = match sub {
-            Subresource::Main => {
+            Subresource::Main | Subresource::Scale => {
                 let mut n = body;
                 if info.status_subresource {
                     if let Some(m) = n.as_object_mut() {

@@ -17,6 +17,7 @@ mod kubectl;
 mod lifecycle;
 mod lists;
 mod python;
+mod scale;
 mod security;
 mod stress;
 mod watches;
