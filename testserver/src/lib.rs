@@ -8,7 +8,8 @@
 //!   discovery `apidiscovery.k8s.io/v2`), `/openapi/v2`
 //!   and `/openapi/v3` (enough for `kubectl` validation and `explain`),
 //!   `/version`, `/healthz`, `/readyz`;
-//! - built-in namespaces, configmaps, secrets, events, deployments, leases
+//! - built-in namespaces, configmaps, secrets, events (`core/v1` and
+//!   `events.k8s.io/v1`, one storage), deployments, leases
 //!   and customresourcedefinitions; CRDs register their resources (all
 //!   served versions, scope, status subresource, schema validation);
 //! - storage semantics: one global resourceVersion, uid, generation,
@@ -49,6 +50,7 @@
 mod builtin;
 mod controllers;
 mod crd;
+mod events;
 mod faults;
 mod fields;
 #[doc(hidden)]

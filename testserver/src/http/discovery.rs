@@ -147,7 +147,12 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             names,
-            ["apps", "coordination.k8s.io", "apiextensions.k8s.io"]
+            [
+                "apps",
+                "events.k8s.io",
+                "coordination.k8s.io",
+                "apiextensions.k8s.io"
+            ]
         );
         let core = resource_list(&r, "", "v1").unwrap_or_default();
         let cm = core["resources"]

@@ -135,7 +135,7 @@ impl Core {
         });
         core.registry.register(crate::builtin::all());
         for info in core.registry.all() {
-            core.store.ensure_resource(&info.group_resource());
+            core.resource_store(&info);
         }
         let ns = crate::builtin::namespaces();
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -154,6 +154,11 @@ impl Core {
 
     /// The storage of a resource.
     pub(crate) fn resource_store(&self, info: &ResourceInfo) -> Arc<ResourceStore> {
+        if info.behavior == crate::resource::Behavior::EventsV1 {
+            return self
+                .store
+                .ensure_resource(&GroupResource::new("", "events"));
+        }
         self.store.ensure_resource(&info.group_resource())
     }
 

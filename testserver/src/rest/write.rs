@@ -217,6 +217,10 @@ impl Core {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
+        if info.behavior == Behavior::EventsV1 {
+            let core = crate::builtin::events();
+            return self.create(&core, namespace, crate::events::accept(&body, true)?, opts);
+        }
         let generated = meta::name(&body).is_empty();
         let rs = self.resource_store(info);
         let mut attempt = 0;
@@ -261,6 +265,15 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
+        if info.behavior == Behavior::EventsV1 {
+            let core = crate::builtin::events();
+            let create = self
+                .resource_store(info)
+                .get(&object_key(info, namespace, name))
+                .is_none();
+            let body = crate::events::accept(&body, create)?;
+            return self.update(&core, namespace, name, body, sub, opts);
+        }
         let body_name = meta::name(&body).to_owned();
         if !body_name.is_empty() && body_name != name {
             return Err(StatusError::bad_request(format!(
@@ -423,7 +436,17 @@ impl Core {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             ));
         }
+        let events_v1 = info.behavior == Behavior::EventsV1;
         if patch_type == PatchType::Apply {
+            if events_v1 {
+                let config: Value = serde_yaml::from_slice(body)
+                    .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
+                let config = crate::events::accept(&config, false)?;
+                let bytes = serde_json::to_vec(&config)
+                    .map_err(|e| StatusError::internal(&e.to_string()))?;
+                let core = crate::builtin::events();
+                return self.apply(&core, namespace, name, &bytes, sub, opts);
+            }
             return self.apply(info, namespace, name, body, sub, opts);
         }
         let key = object_key(info, namespace, name);
@@ -432,12 +455,23 @@ impl Core {
         let Some(old) = tx.get(&key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let patched = match patch_type {
-            PatchType::Json => patch::json_patch(old.value(), body),
-            PatchType::Merge => patch::merge_patch(old.value(), body),
-            _ => patch::strategic_merge_patch(old.value(), body),
+        // events.k8s.io/v1 patches apply to the Event as that version shows it
+        let view = if events_v1 {
+            crate::events::from_core(old.value())
+        } else {
+            old.value().clone()
+        };
+        let mut patched = match patch_type {
+            PatchType::Json => patch::json_patch(&view, body),
+            PatchType::Merge => patch::merge_patch(&view, body),
+            _ => patch::strategic_merge_patch(&view, body),
         }
         .map_err(|e| patch_error(e, body))?;
+        if events_v1 {
+            patched = crate::events::accept(&patched, false)?;
+            let core = crate::builtin::events();
+            return self.update_locked(&core, &mut tx, &key, name, patched, sub, opts);
+        }
         self.update_locked(info, &mut tx, &key, name, patched, sub, opts)
     }
 

@@ -12,6 +12,7 @@ mod client;
 mod crds;
 mod crud;
 mod discovery;
+mod events;
 mod faults;
 mod kubectl;
 mod lifecycle;
