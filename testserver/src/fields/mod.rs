@@ -157,7 +157,7 @@ fn managed_fields(obj: &Value) -> Option<&Value> {
 
 fn set_managed_fields(obj: &mut Value, v: Value) {
     let m = meta::metadata_mut(obj);
-    if v.as_array().is_some_and(Vec::is_empty) {
+    if v.is_null() || v.as_array().is_some_and(Vec::is_empty) {
         m.remove("managedFields");
     } else {
         m.insert("managedFields".into(), v);
@@ -176,32 +176,40 @@ fn ctx(info: &ResourceInfo) -> Ctx<'_> {
 /// Drops what no manager owns: type and system metadata, and the part of
 /// the object the other subresource writes.
 fn strip(info: &ResourceInfo, sub: &str, set: &FieldSet) -> FieldSet {
-    let mut s = set.clone();
-    for f in ["apiVersion", "kind"] {
-        s.remove_subtree(&[format!("f:{f}")]);
+    let mut s = if sub == "status" {
+        set.only_subtree(&["f:status".to_owned()])
+    } else {
+        set.clone()
+    };
+    if set.is_empty() {
+        return s;
     }
-    let mut system = FieldSet::default();
-    system.insert(&["f:metadata".to_owned()]);
-    for f in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "generation",
-        "resourceVersion",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-    ] {
-        system.insert(&["f:metadata".to_owned(), format!("f:{f}")]);
+    if sub != "status" && info.status_subresource {
+        s.remove_subtree(&["f:status".to_owned()]);
     }
-    s.remove_subtree(&["f:metadata".to_owned(), "f:managedFields".to_owned()]);
-    let mut s = s.difference(&system);
-    let status = ["f:status".to_owned()];
-    if sub == "status" {
-        s = s.only_subtree(&status);
-    } else if info.status_subresource {
-        s.remove_subtree(&status);
+    for f in ["f:apiVersion", "f:kind"] {
+        s.remove_subtree(&[f.to_owned()]);
+    }
+    let metadata = "f:metadata".to_owned();
+    if s.owns_at_or_below(std::slice::from_ref(&metadata)) {
+        s.remove_subtree(&[metadata.clone(), "f:managedFields".to_owned()]);
+        s.unset(std::slice::from_ref(&metadata));
+        for f in [
+            "f:name",
+            "f:namespace",
+            "f:creationTimestamp",
+            "f:selfLink",
+            "f:uid",
+            "f:generation",
+            "f:resourceVersion",
+            "f:deletionTimestamp",
+            "f:deletionGracePeriodSeconds",
+        ] {
+            s.unset(&[metadata.clone(), f.to_owned()]);
+        }
+        if !s.owns_at_or_below(std::slice::from_ref(&metadata)) {
+            s.remove_subtree(std::slice::from_ref(&metadata));
+        }
     }
     s
 }
@@ -237,18 +245,28 @@ pub(crate) fn record_update(
     new: &mut Value,
     writer: &Writer<'_>,
 ) {
-    let mut entries = base_entries(old, new, writer.subresource);
     let empty = json!({});
     let cmp = walk::compare(old.unwrap_or(&empty), new, ctx(info));
     let changed = strip(info, writer.subresource, &cmp.changed());
     let removed = strip(info, writer.subresource, &cmp.removed);
     if changed.is_empty() && removed.is_empty() {
-        if let Some(o) = old.filter(|o| decode(managed_fields(o)).as_ref() == Some(&entries)) {
-            let v = managed_fields(o).cloned().unwrap_or(Value::Null);
-            set_managed_fields(new, v);
-            return;
+        // nothing changed: managedFields stay as stored, unless the request
+        // sets other ones (or resets them)
+        if let Some(o) = old {
+            let stored = managed_fields(o);
+            let given = managed_fields(new);
+            let keep = !writer.subresource.is_empty()
+                || given == stored
+                || given.is_none()
+                || decode(given).is_none();
+            if keep {
+                let v = stored.cloned().unwrap_or(Value::Null);
+                set_managed_fields(new, v);
+                return;
+            }
         }
     }
+    let mut entries = base_entries(old, new, writer.subresource);
     for e in &mut entries {
         e.fields = e.fields.difference(&changed).difference(&removed);
     }

@@ -99,6 +99,27 @@ impl FieldSet {
         out
     }
 
+    /// Makes the node at `path` no member (its children stay).
+    pub(crate) fn unset(&mut self, path: &[String]) {
+        let Some((last, parents)) = path.split_last() else {
+            self.member = false;
+            return;
+        };
+        let mut node = self;
+        for e in parents {
+            match node.children.get_mut(e) {
+                Some(n) => node = n,
+                None => return,
+            }
+        }
+        if let Some(n) = node.children.get_mut(last) {
+            n.member = false;
+            if n.is_empty() {
+                node.children.remove(last);
+            }
+        }
+    }
+
     /// Drops the node at `path` and everything below it.
     pub(crate) fn remove_subtree(&mut self, path: &[String]) {
         let Some((last, parents)) = path.split_last() else {

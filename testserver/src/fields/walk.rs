@@ -314,6 +314,11 @@ fn cmp_walk(
     if skipped(path) || (old.is_none() && new.is_none()) {
         return;
     }
+    // equal subtrees have no changes (most of an object, on most writes);
+    // the root differs in resourceVersion, so it is walked
+    if !path.is_empty() && old == new {
+        return;
+    }
     let both_empty = is_empty_container(old) && is_empty_container(new);
     match (old, new) {
         (Some(Value::Object(_)) | None, Some(Value::Object(_)) | None)
