@@ -16,6 +16,13 @@ use crate::meta;
 use crate::resource::{Behavior, ResourceInfo};
 use serde_json::{json, Value};
 
+/// At most this many `Update` entries; older ones merge into
+/// [`ANCIENT_CHANGES`] (kube-apiserver's cap).
+const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// The manager the oldest `Update` entries merge into, per apiVersion.
+const ANCIENT_CHANGES: &str = "ancient-changes";
+
 /// kube-apiserver's limit on `fieldManager`.
 pub(crate) const FIELD_MANAGER_MAX_LENGTH: usize = 128;
 
@@ -125,6 +132,72 @@ fn decode(v: Option<&Value>) -> Option<Vec<Entry>> {
         None | Some(Value::Null) => Some(Vec::new()),
         Some(Value::Array(a)) => a.iter().map(Entry::from_json).collect(),
         Some(_) => None,
+    }
+}
+
+/// Merges the oldest `Update` entries, per apiVersion, into an
+/// `ancient-changes` entry until at most [`MAX_UPDATE_MANAGERS`] remain.
+fn cap_updates(entries: &mut Vec<Entry>) {
+    let mut updaters: Vec<usize> = (0..entries.len())
+        .filter(|&i| {
+            entries
+                .get(i)
+                .is_some_and(|e| e.operation == Operation::Update)
+        })
+        .collect();
+    if updaters.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    updaters.sort_by(|&a, &b| {
+        let key = |i: usize| entries.get(i).map(|e| (e.time.clone(), e.manager.clone()));
+        key(a).cmp(&key(b))
+    });
+    let mut remaining = updaters.len();
+    let mut first_of_version: std::collections::HashMap<String, usize> = Default::default();
+    let mut merged_away = Vec::new();
+    for i in updaters {
+        if remaining <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let Some(e) = entries.get(i).cloned() else {
+            continue;
+        };
+        let bucket = entries.iter().position(|b| {
+            b.manager == ANCIENT_CHANGES
+                && b.operation == Operation::Update
+                && b.api_version == e.api_version
+                && b.subresource.is_empty()
+        });
+        match (first_of_version.get(&e.api_version).copied(), bucket) {
+            (Some(_), Some(b)) if b != i => {
+                if let Some(target) = entries.get_mut(b) {
+                    target.fields.union_with(&e.fields);
+                    target.time = e.time.clone();
+                }
+                merged_away.push(i);
+                remaining -= 1;
+            }
+            (Some(first), _) => {
+                // the first of this version becomes the bucket
+                if let Some(f) = entries.get_mut(first) {
+                    f.manager = ANCIENT_CHANGES.to_owned();
+                    f.subresource.clear();
+                    f.fields.union_with(&e.fields);
+                    f.time = e.time.clone();
+                }
+                merged_away.push(i);
+                remaining -= 1;
+            }
+            (None, _) => {
+                first_of_version.insert(e.api_version.clone(), i);
+            }
+        }
+    }
+    merged_away.sort_unstable();
+    for i in merged_away.into_iter().rev() {
+        if i < entries.len() {
+            entries.remove(i);
+        }
     }
 }
 
@@ -294,6 +367,8 @@ pub(crate) fn record_update(
             }),
         }
     }
+    entries.retain(|e| !e.fields.is_empty());
+    cap_updates(&mut entries);
     set_managed_fields(new, encode(entries));
 }
 
@@ -411,6 +486,8 @@ pub(crate) fn apply(
             fields: applied,
         }),
     }
+    entries.retain(|e| !e.fields.is_empty());
+    cap_updates(&mut entries);
     set_managed_fields(&mut merged, encode(entries));
     Ok(merged)
 }

@@ -156,6 +156,34 @@ fn create_records_the_update_manager_with_dots_for_maps() {
 }
 
 #[test]
+fn more_than_ten_updaters_merge_into_ancient_changes() {
+    let info = cm_info();
+    let mut obj = cm(json!({}));
+    record_update(&info, None, &mut obj, &writer("m00"));
+    for i in 1..13 {
+        let mut next = obj.clone();
+        next["data"][format!("k{i}")] = json!("v");
+        record_update(&info, Some(&obj), &mut next, &writer(&format!("m{i:02}")));
+        obj = next;
+    }
+    let names: Vec<String> = managers(&obj).into_iter().map(|(m, _)| m).collect();
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert!(names.contains(&"ancient-changes".to_owned()), "{names:?}");
+    assert!(names.contains(&"m12".to_owned()));
+    let ancient = obj["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["manager"] == "ancient-changes"))
+        .cloned()
+        .unwrap_or_default();
+    // each write beyond the cap merges the oldest: m00 (the `.` of data),
+    // then m01, m02, m03; their fields stay owned, by the bucket
+    assert_eq!(
+        ancient["fieldsV1"]["f:data"],
+        json!({".": {}, "f:k1": {}, "f:k2": {}, "f:k3": {}})
+    );
+}
+
+#[test]
 fn field_manager_defaults_and_validation() {
     assert_eq!(
         manager_from_user_agent("kubectl/v1.33.0 (linux/amd64) kubernetes/abc"),
