@@ -175,6 +175,34 @@ pub(crate) fn events() -> ResourceInfo {
     r
 }
 
+/// `events` (events.k8s.io/v1): the same objects as core/v1 `events`.
+pub(crate) fn events_v1() -> ResourceInfo {
+    let mut r = base(&Spec {
+        group: "events.k8s.io",
+        version: "v1",
+        resource: "events",
+        kind: "Event",
+        namespaced: true,
+        short: &["ev"],
+        openapi: "io.k8s.api.events.v1.Event",
+    });
+    r.allow_create_on_update = true;
+    r.behavior = Behavior::EventsV1;
+    r.printer_columns = vec![
+        col("Type", "string", ".type", "Type of this event", 0),
+        col("Reason", "string", ".reason", "Why the action was taken", 0),
+        col(
+            "Object",
+            "string",
+            "!eventobject",
+            "The object this Event is about",
+            0,
+        ),
+        col("Note", "string", ".note", "A human-readable description", 0),
+    ];
+    r
+}
+
 /// `deployments` (apps/v1).
 pub(crate) fn deployments() -> ResourceInfo {
     let mut r = base(&Spec {
@@ -256,6 +284,7 @@ pub(crate) fn all() -> Vec<ResourceInfo> {
         secrets(),
         events(),
         deployments(),
+        events_v1(),
         leases(),
         customresourcedefinitions(),
     ]

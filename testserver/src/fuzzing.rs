@@ -60,7 +60,13 @@ pub fn parse_request(method: &[u8], target: &str, content_type: &str, body: &[u8
         }
         Some(PatchType::Apply) => {
             if let Some(applied) = &decoded {
-                count(patch::apply_merge(&live, applied).is_object());
+                let info = crate::builtin::configmaps();
+                let writer = crate::fields::Writer {
+                    manager: "fuzz",
+                    api_version: "v1".into(),
+                    subresource: "",
+                };
+                count(crate::fields::apply(&info, &live, applied, &writer, false).is_ok());
             }
         }
         None => {}

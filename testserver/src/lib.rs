@@ -8,12 +8,15 @@
 //!   discovery `apidiscovery.k8s.io/v2`), `/openapi/v2`
 //!   and `/openapi/v3` (enough for `kubectl` validation and `explain`),
 //!   `/version`, `/healthz`, `/readyz`;
-//! - built-in namespaces, configmaps, secrets, events, deployments, leases
+//! - built-in namespaces, configmaps, secrets, events (`core/v1` and
+//!   `events.k8s.io/v1`, one storage), deployments, leases
 //!   and customresourcedefinitions; CRDs register their resources (all
 //!   served versions, scope, status subresource, schema validation);
 //! - storage semantics: one global resourceVersion, uid, generation,
-//!   generateName, 409 on stale updates, the status subresource, merge /
-//!   JSON / strategic-merge patches, server-side apply (create or merge),
+//!   generateName, 409 on stale updates, the status subresource, the
+//!   Deployment scale subresource, merge /
+//!   JSON / strategic-merge patches, server-side apply with field
+//!   ownership (`managedFields`, conflicts, `force`),
 //!   finalizers, garbage collection and propagation policies;
 //! - lists (selectors, limit/continue, resourceVersion and
 //!   resourceVersionMatch) and watches (bounded history with 410 Expired,
@@ -47,7 +50,9 @@
 mod builtin;
 mod controllers;
 mod crd;
+mod events;
 mod faults;
+mod fields;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;

@@ -1,7 +1,7 @@
 //! PATCH bodies: JSON patch (RFC 6902), JSON merge patch (RFC 7386),
 //! strategic merge patch for built-in kinds (merge keys and directives of
-//! the Kubernetes types a controller patches) and server-side apply (here a
-//! create-or-merge of the applied configuration).
+//! the Kubernetes types a controller patches); server-side apply is in
+//! `fields`.
 
 use serde_json::{Map, Value};
 
@@ -233,61 +233,6 @@ fn smp_list(
     Value::Array(out)
 }
 
-/// Merges an applied configuration into the live object (server-side apply
-/// reduced to create-or-merge: set fields win, lists of named objects merge
-/// by name, other lists are replaced).
-pub(crate) fn apply_merge(live: &Value, applied: &Value) -> Value {
-    let mut out = live.clone();
-    apply_into(&mut out, applied, "");
-    out
-}
-
-fn apply_into(target: &mut Value, applied: &Value, field: &str) {
-    match applied {
-        Value::Object(am) => {
-            let t = crate::meta::ensure_object(target);
-            for (k, v) in am {
-                if v.is_null() {
-                    t.remove(k);
-                    continue;
-                }
-                let slot = t.entry(k.clone()).or_insert(Value::Null);
-                if v.is_object() && slot.is_object() || v.is_array() {
-                    apply_into(slot, v, k);
-                } else {
-                    *slot = v.clone();
-                }
-            }
-        }
-        Value::Array(items) => {
-            let key = merge_key(field).or_else(|| {
-                items
-                    .iter()
-                    .all(|i| i.get("name").is_some())
-                    .then_some("name")
-            });
-            match (key, target.as_array_mut()) {
-                (Some(key), Some(existing)) if !items.is_empty() => {
-                    let mut out = Vec::with_capacity(items.len());
-                    for item in items {
-                        let id = item.get(key);
-                        let mut merged = existing
-                            .iter()
-                            .find(|e| id.is_some() && e.get(key) == id)
-                            .cloned()
-                            .unwrap_or(Value::Null);
-                        apply_into(&mut merged, item, "");
-                        out.push(merged);
-                    }
-                    *target = Value::Array(out);
-                }
-                _ => *target = applied.clone(),
-            }
-        }
-        other => *target = other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,17 +283,5 @@ mod tests {
         let out = strategic_merge_patch(&dep, &bytes(&del)).unwrap_or_default();
         assert_eq!(out["metadata"]["finalizers"], json!([]));
         assert_eq!(out["spec"], json!({"replicas": 2}));
-    }
-
-    #[test]
-    fn apply_merges_named_lists() {
-        let live =
-            json!({"spec": {"replicas": 1, "list": [{"name": "a", "x": 1}]}, "data": {"k": "v"}});
-        let applied = json!({"spec": {"replicas": 3, "list": [{"name": "a", "y": 2}]}});
-        let out = apply_merge(&live, &applied);
-        assert_eq!(
-            out,
-            json!({"spec": {"replicas": 3, "list": [{"name": "a", "x": 1, "y": 2}]}, "data": {"k": "v"}})
-        );
     }
 }

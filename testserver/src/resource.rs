@@ -19,6 +19,8 @@ pub enum Behavior {
     CustomResourceDefinition,
     /// An instance of a custom resource.
     CustomResource,
+    /// `events.k8s.io/v1` Events: the storage of `core/v1` Events, converted.
+    EventsV1,
 }
 
 /// One column of a `Table` (`kubectl get`).

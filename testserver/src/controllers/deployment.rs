@@ -134,6 +134,12 @@ pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
     if let Some(m) = new.as_object_mut() {
         m.insert("status".into(), status);
     }
+    let writer = crate::fields::Writer {
+        manager: "kube-controller-manager",
+        api_version: info.api_version(),
+        subresource: "status",
+    };
+    crate::fields::record_update(&info, Some(cur.value()), &mut new, &writer);
     if let Err(e) = tx.put(&key, new) {
         tracing::warn!(error = %e, "deployment simulator could not store status");
     }

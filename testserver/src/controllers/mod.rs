@@ -293,7 +293,11 @@ fn namespaced_storage_infos(core: &Core) -> Vec<Arc<ResourceInfo>> {
     core.registry
         .all()
         .into_iter()
-        .filter(|i| i.namespaced && i.is_storage_version())
+        .filter(|i| {
+            i.namespaced
+                && i.is_storage_version()
+                && i.behavior != crate::resource::Behavior::EventsV1
+        })
         .collect()
 }
 

@@ -106,6 +106,17 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
     let mut resources = Vec::new();
     for info in &infos {
         resources.push(resource_json(info));
+        if info.behavior == crate::resource::Behavior::Deployment {
+            resources.push(json!({
+                "name": format!("{}/scale", info.resource),
+                "singularName": "",
+                "namespaced": info.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
         if info.status_subresource {
             resources.push(json!({
                 "name": format!("{}/status", info.resource),
@@ -136,7 +147,12 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             names,
-            ["apps", "coordination.k8s.io", "apiextensions.k8s.io"]
+            [
+                "apps",
+                "events.k8s.io",
+                "coordination.k8s.io",
+                "apiextensions.k8s.io"
+            ]
         );
         let core = resource_list(&r, "", "v1").unwrap_or_default();
         let cm = core["resources"]
@@ -148,6 +164,9 @@ mod tests {
         assert!(apps["resources"]
             .as_array()
             .is_some_and(|a| a.iter().any(|x| x["name"] == "deployments/status")));
+        assert!(apps["resources"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|x| x["name"] == "deployments/scale" && x["kind"] == "Scale")));
         assert!(resource_list(&r, "apps", "v2").is_none());
         assert_eq!(
             group(&r, "apps").map(|g| g["preferredVersion"]["groupVersion"].clone()),
@@ -198,8 +217,17 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
     if !info.categories.is_empty() {
         r["categories"] = json!(info.categories);
     }
+    let mut subresources = Vec::new();
     if info.status_subresource {
-        r["subresources"] = json!([{"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}]);
+        subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+    }
+    if info.behavior == crate::resource::Behavior::Deployment {
+        subresources.push(json!({"subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": ["get", "patch", "update"]}));
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = Value::Array(subresources);
     }
     r
 }

@@ -7,7 +7,7 @@ use super::render::{self, IncludeObject};
 use super::request::{ApiRequest, Verb};
 use super::{list, watch, State};
 use crate::patch::PatchType;
-use crate::resource::ResourceInfo;
+use crate::resource::{Behavior, ResourceInfo};
 use crate::rest::{
     DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
     WriteResult,
@@ -50,7 +50,14 @@ async fn read_body(body: Incoming) -> Result<Bytes, StatusError> {
     }
 }
 
-fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, StatusError> {
+/// The write options of a request; `kind` names its options type
+/// (`CreateOptions`, `UpdateOptions`, `PatchOptions`) in validation errors.
+fn write_options(
+    q: &HashMap<String, String>,
+    parts: &Parts,
+    kind: &str,
+    apply: bool,
+) -> Result<WriteOptions, StatusError> {
     let dry_run = match q.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
@@ -60,10 +67,33 @@ fn write_options(q: &HashMap<String, String>) -> Result<WriteOptions, StatusErro
             )))
         }
     };
+    let field_manager = q.get("fieldManager").cloned();
+    let mut errs =
+        crate::fields::validate_field_manager(field_manager.as_deref().unwrap_or_default());
+    let force = match q.get("force").map(String::as_str) {
+        _ if kind != "PatchOptions" => false,
+        None | Some("") => false,
+        Some(v) => super::request::parse_bool(v).ok_or_else(|| {
+            StatusError::bad_request(format!("invalid boolean value for force: {v:?}"))
+        })?,
+    };
+    if force && !apply {
+        errs.push(crate::status::FieldError::forbidden(
+            "force",
+            "may not be specified for non-apply patch",
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(StatusError::invalid("meta.k8s.io", kind, "", &errs));
+    }
+    let user_agent = header(parts, http::header::USER_AGENT).unwrap_or("");
     Ok(WriteOptions {
         dry_run,
         field_validation: FieldValidation::parse(q.get("fieldValidation").map(String::as_str))?,
-        field_manager: q.get("fieldManager").cloned(),
+        field_manager,
+        default_manager: Some(crate::fields::manager_from_user_agent(user_agent)),
+        force,
+        fields_recorded: false,
     })
 }
 
@@ -115,6 +145,9 @@ pub(crate) async fn resource(
     if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
         return Err(StatusError::route_not_found());
     }
+    if req.subresource.as_deref() == Some("scale") && info.behavior == Behavior::Deployment {
+        return scale(state, &info, req, parts, body, q).await;
+    }
     let sub = match req.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if info.status_subresource => Subresource::Status,
@@ -137,15 +170,15 @@ pub(crate) async fn resource(
         (Verb::Create, None) => {
             let bytes = read_body(body).await?;
             let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
-            let r = state.core.create(&info, ns, obj, &write_options(q)?)?;
+            let opts = write_options(q, parts, "CreateOptions", false)?;
+            let r = state.core.create(&info, ns, obj, &opts)?;
             write_response(&info, &r, output, 201)
         }
         (Verb::Update, Some(name)) => {
             let bytes = read_body(body).await?;
             let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
-            let r = state
-                .core
-                .update(&info, ns, name, obj, sub, &write_options(q)?)?;
+            let opts = write_options(q, parts, "UpdateOptions", false)?;
+            let r = state.core.update(&info, ns, name, obj, sub, &opts)?;
             write_response(&info, &r, output, 200)
         }
         (Verb::Patch, Some(name)) => {
@@ -157,11 +190,11 @@ pub(crate) async fn resource(
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
                 )
             })?;
+            let opts = write_options(q, parts, "PatchOptions", patch_type == PatchType::Apply)?;
             let bytes = read_body(body).await?;
-            let r =
-                state
-                    .core
-                    .patch(&info, ns, name, patch_type, &bytes, sub, &write_options(q)?)?;
+            let r = state
+                .core
+                .patch(&info, ns, name, patch_type, &bytes, sub, &opts)?;
             write_response(&info, &r, output, 200)
         }
         (Verb::Delete, Some(name)) => {
@@ -189,6 +222,51 @@ pub(crate) async fn resource(
         }
         _ => Err(StatusError::method_not_allowed()),
     }
+}
+
+/// The `scale` subresource of a Deployment.
+async fn scale(
+    state: &Arc<State>,
+    info: &ResourceInfo,
+    req: &ApiRequest,
+    parts: &Parts,
+    body: Incoming,
+    q: &HashMap<String, String>,
+) -> Result<Resp, StatusError> {
+    let (Some(ns), Some(name)) = (req.namespace.as_deref(), req.name.as_deref()) else {
+        return Err(StatusError::route_not_found());
+    };
+    let output = negotiate::output(header(parts, http::header::ACCEPT))?;
+    let scale = match req.verb {
+        Verb::Get => state.core.get_scale(info, ns, name)?,
+        Verb::Update => {
+            let opts = write_options(q, parts, "UpdateOptions", false)?;
+            let bytes = read_body(body).await?;
+            let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
+            state.core.update_scale(info, ns, name, obj, &opts)?
+        }
+        Verb::Patch => {
+            let ct = header(parts, http::header::CONTENT_TYPE).unwrap_or("");
+            let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
+                StatusError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                )
+            })?;
+            let opts = write_options(q, parts, "PatchOptions", patch_type == PatchType::Apply)?;
+            let bytes = read_body(body).await?;
+            state
+                .core
+                .patch_scale(info, ns, name, patch_type, &bytes, &opts)?
+        }
+        _ => return Err(StatusError::method_not_allowed()),
+    };
+    let (bytes, ct) = match output {
+        negotiate::Output::Yaml => render::yaml(&scale)?,
+        _ => (render::json_bytes(&scale), "application/json"),
+    };
+    respond(200, bytes, ct, &[])
 }
 
 async fn delete_options(

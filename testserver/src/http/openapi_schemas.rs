@@ -300,7 +300,35 @@ pub(crate) fn builtin() -> Map<String, Value> {
     core_schemas(&mut out);
     apps_schemas(&mut out);
     other_schemas(&mut out);
+    events_v1_schema(&mut out);
     out
+}
+
+fn events_v1_schema(out: &mut Map<String, Value>) {
+    let time = |d: &str| json!({"type": "string", "format": "date-time", "description": d});
+    let mut e = kind_schema(
+        "Event is a report of an event somewhere in the cluster.",
+        "events.k8s.io",
+        "v1",
+        "Event",
+        obj(vec![
+            ("action", s("action is what action was taken/failed regarding to the regarding object.")),
+            ("deprecatedCount", int("deprecatedCount is the deprecated field assuring backward compatibility with core.v1 Event type.")),
+            ("deprecatedFirstTimestamp", time("deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type.")),
+            ("deprecatedLastTimestamp", time("deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type.")),
+            ("eventTime", time("eventTime is the time when this Event was first observed.")),
+            ("note", s("note is a human-readable description of the status of this operation.")),
+            ("reason", s("reason is why the action was taken.")),
+            ("regarding", {let mut v = r("io.k8s.api.core.v1.ObjectReference"); v["description"] = json!("regarding contains the object this Event is about."); v}),
+            ("related", {let mut v = r("io.k8s.api.core.v1.ObjectReference"); v["description"] = json!("related is the optional secondary object for more complex actions."); v}),
+            ("reportingController", s("reportingController is the name of the controller that emitted this Event.")),
+            ("reportingInstance", s("reportingInstance is the ID of the controller instance.")),
+            ("series", json!({"type": "object", "properties": {"count": int("count is the number of occurrences in this series up to the last heartbeat time."), "lastObservedTime": time("lastObservedTime is the time when last Event from the series was seen before last heartbeat.")}, "description": "series is data about the Event series this event represents."})),
+            ("type", s("type is the type of this event (Normal, Warning).")),
+        ]),
+    );
+    e["required"] = json!(["eventTime"]);
+    out.insert("io.k8s.api.events.v1.Event".into(), e);
 }
 
 /// Adds `apiVersion`, `kind`, `metadata` and the GVK extension to a CRD's

@@ -34,6 +34,9 @@ impl IncludeObject {
 
 /// The object as served at `info`'s version.
 pub(crate) fn object_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
+    if info.behavior == crate::resource::Behavior::EventsV1 {
+        return crate::events::from_core(obj.value());
+    }
     let mut v = obj.value().clone();
     if !info.is_storage_version() {
         if let Some(m) = v.as_object_mut() {
@@ -45,7 +48,7 @@ pub(crate) fn object_value(info: &ResourceInfo, obj: &StoredObject) -> Value {
 
 /// JSON bytes of the object as served at `info`'s version.
 pub(crate) fn object_json(info: &ResourceInfo, obj: &StoredObject) -> Bytes {
-    if info.is_storage_version() {
+    if info.is_storage_version() && info.behavior != crate::resource::Behavior::EventsV1 {
         obj.json().clone()
     } else {
         Bytes::from(serde_json::to_vec(&object_value(info, obj)).unwrap_or_default())

@@ -126,7 +126,7 @@ fn cell(c: &PrinterColumn, obj: &Value) -> Value {
             json!(format!("{ready}/{want}"))
         }
         "!eventobject" => {
-            let io = &obj["involvedObject"];
+            let io = obj.get("involvedObject").unwrap_or(&obj["regarding"]);
             json!(format!(
                 "{}/{}",
                 io["kind"].as_str().unwrap_or("").to_ascii_lowercase(),

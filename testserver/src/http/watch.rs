@@ -183,7 +183,10 @@ pub(crate) async fn watch(
     };
     let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
     let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-    let fast = output == Output::Json && info.is_storage_version() && filter.is_empty();
+    let fast = output == Output::Json
+        && info.is_storage_version()
+        && info.behavior != crate::resource::Behavior::EventsV1
+        && filter.is_empty();
     // subscribed before the watch counts as open: a close_all_watches from
     // then on ends it, even before its task first runs
     let mut close_rx = state.faults.subscribe_close();

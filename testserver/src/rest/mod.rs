@@ -4,6 +4,7 @@
 //! the background controllers all write through here.
 
 mod delete;
+mod scale;
 pub(crate) mod strategy;
 mod write;
 
@@ -25,6 +26,8 @@ pub(crate) enum Subresource {
     Main,
     /// `/status`.
     Status,
+    /// `/scale`: writes the main resource's replicas.
+    Scale,
 }
 
 /// Options of create, update and patch.
@@ -36,6 +39,27 @@ pub(crate) struct WriteOptions {
     pub field_validation: FieldValidation,
     /// `fieldManager`.
     pub field_manager: Option<String>,
+    /// The manager of a non-apply write without `fieldManager` (kube derives
+    /// it from the User-Agent); `None` for the server's own writes.
+    pub default_manager: Option<String>,
+    /// `force=true` (apply only).
+    pub force: bool,
+    /// `managedFields` are already computed (by apply): record nothing.
+    pub(crate) fields_recorded: bool,
+}
+
+/// The manager the server's own writes are recorded as.
+pub(crate) const SERVER_MANAGER: &str = "kcontrol-testserver";
+
+impl WriteOptions {
+    /// The manager a non-apply write is recorded as.
+    pub(crate) fn update_manager(&self) -> &str {
+        match (&self.field_manager, &self.default_manager) {
+            (Some(m), _) if !m.is_empty() => m,
+            (_, Some(d)) => d,
+            _ => SERVER_MANAGER,
+        }
+    }
 }
 
 /// The result of a write.
@@ -115,7 +139,7 @@ impl Core {
         });
         core.registry.register(crate::builtin::all());
         for info in core.registry.all() {
-            core.store.ensure_resource(&info.group_resource());
+            core.resource_store(&info);
         }
         let ns = crate::builtin::namespaces();
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -134,6 +158,11 @@ impl Core {
 
     /// The storage of a resource.
     pub(crate) fn resource_store(&self, info: &ResourceInfo) -> Arc<ResourceStore> {
+        if info.behavior == crate::resource::Behavior::EventsV1 {
+            return self
+                .store
+                .ensure_resource(&GroupResource::new("", "events"));
+        }
         self.store.ensure_resource(&info.group_resource())
     }
 

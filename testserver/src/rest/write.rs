@@ -2,6 +2,7 @@
 
 use super::strategy::{self, FieldValidation};
 use super::{object_key, ControllerMsg, Core, Subresource, WriteOptions, WriteResult};
+use crate::fields::{self, ApplyError};
 use crate::meta;
 use crate::patch::{self, PatchError, PatchType};
 use crate::resource::{Behavior, ResourceInfo};
@@ -107,6 +108,54 @@ fn default_and_validate(
     }
 }
 
+/// The writer a write is recorded as.
+fn writer<'a>(info: &ResourceInfo, opts: &'a WriteOptions, sub: Subresource) -> fields::Writer<'a> {
+    fields::Writer {
+        manager: opts.update_manager(),
+        api_version: info.api_version(),
+        subresource: match sub {
+            Subresource::Main => "",
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        },
+    }
+}
+
+/// 409 `Apply failed with N conflict(s)`, with one `FieldManagerConflict`
+/// cause per field, as kube-apiserver answers.
+fn apply_conflict(conflicts: &[fields::Conflict]) -> StatusError {
+    let message = match conflicts {
+        [one] => format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            one.manager, one.field
+        ),
+        many => {
+            let mut managers: Vec<&str> = many.iter().map(|c| c.manager.as_str()).collect();
+            managers.sort_unstable();
+            managers.dedup();
+            let mut lines = Vec::new();
+            for m in managers {
+                lines.push(format!("conflicts with {m}:"));
+                for c in many.iter().filter(|c| c.manager == m) {
+                    lines.push(format!("- {}", c.field));
+                }
+            }
+            format!(
+                "Apply failed with {} conflicts: {}",
+                many.len(),
+                lines.join("\n")
+            )
+        }
+    };
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|c| json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", c.manager), "field": c.field}))
+        .collect();
+    let mut e = StatusError::new(409, "Conflict", message);
+    e.details = Some(Box::new(json!({ "causes": causes })));
+    e
+}
+
 fn dry_run_object(value: Value, key: &str) -> Result<Arc<StoredObject>, StatusError> {
     let rv = value["metadata"]["resourceVersion"]
         .as_str()
@@ -151,6 +200,9 @@ impl Core {
         if info.behavior == Behavior::CustomResourceDefinition {
             crate::crd::establish(&mut obj);
         }
+        if !opts.fields_recorded {
+            fields::record_update(info, None, &mut obj, &writer(info, opts, Subresource::Main));
+        }
         Ok(Prepared {
             value: obj,
             warnings,
@@ -165,6 +217,10 @@ impl Core {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
+        if info.behavior == Behavior::EventsV1 {
+            let core = crate::builtin::events();
+            return self.create(&core, namespace, crate::events::accept(&body, true)?, opts);
+        }
         let generated = meta::name(&body).is_empty();
         let rs = self.resource_store(info);
         let mut attempt = 0;
@@ -209,6 +265,15 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
+        if info.behavior == Behavior::EventsV1 {
+            let core = crate::builtin::events();
+            let create = self
+                .resource_store(info)
+                .get(&object_key(info, namespace, name))
+                .is_none();
+            let body = crate::events::accept(&body, create)?;
+            return self.update(&core, namespace, name, body, sub, opts);
+        }
         let body_name = meta::name(&body).to_owned();
         if !body_name.is_empty() && body_name != name {
             return Err(StatusError::bad_request(format!(
@@ -234,7 +299,7 @@ impl Core {
 
     /// Applies an update while holding the resource's lock.
     #[allow(clippy::too_many_arguments)]
-    fn update_locked(
+    pub(super) fn update_locked(
         &self,
         info: &ResourceInfo,
         tx: &mut WriteTxn<'_>,
@@ -254,8 +319,11 @@ impl Core {
             return Err(StatusError::stale(&info.group_resource(), name));
         }
         let old_value = old.value();
+        let recorded_fields = opts
+            .fields_recorded
+            .then(|| meta::metadata(&body).and_then(|m| m.get("managedFields").cloned()));
         let mut new = match sub {
-            Subresource::Main => {
+            Subresource::Main | Subresource::Scale => {
                 let mut n = body;
                 if info.status_subresource {
                     if let Some(m) = n.as_object_mut() {
@@ -279,6 +347,12 @@ impl Core {
             }
         };
         strategy::keep_system_metadata(old_value, &mut new);
+        if let Some(recorded) = recorded_fields {
+            match recorded {
+                Some(mf) => meta::metadata_mut(&mut new).insert("managedFields".into(), mf),
+                None => meta::metadata_mut(&mut new).remove("managedFields"),
+            };
+        }
         let warnings = default_and_validate(info, &mut new, Some(old_value), opts)?;
         if info.tracks_generation && strategy::spec_changed(old_value, &new) {
             let gen = meta::generation(old_value) + 1;
@@ -289,6 +363,9 @@ impl Core {
             && !meta::is_deleting(&new)
         {
             crate::crd::establish(&mut new);
+        }
+        if !opts.fields_recorded {
+            fields::record_update(info, Some(old_value), &mut new, &writer(info, opts, sub));
         }
         if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
             if opts.dry_run {
@@ -359,7 +436,17 @@ impl Core {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             ));
         }
+        let events_v1 = info.behavior == Behavior::EventsV1;
         if patch_type == PatchType::Apply {
+            if events_v1 {
+                let config: Value = serde_yaml::from_slice(body)
+                    .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
+                let config = crate::events::accept(&config, false)?;
+                let bytes = serde_json::to_vec(&config)
+                    .map_err(|e| StatusError::internal(&e.to_string()))?;
+                let core = crate::builtin::events();
+                return self.apply(&core, namespace, name, &bytes, sub, opts);
+            }
             return self.apply(info, namespace, name, body, sub, opts);
         }
         let key = object_key(info, namespace, name);
@@ -368,17 +455,30 @@ impl Core {
         let Some(old) = tx.get(&key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let patched = match patch_type {
-            PatchType::Json => patch::json_patch(old.value(), body),
-            PatchType::Merge => patch::merge_patch(old.value(), body),
-            _ => patch::strategic_merge_patch(old.value(), body),
+        // events.k8s.io/v1 patches apply to the Event as that version shows it
+        let view = if events_v1 {
+            crate::events::from_core(old.value())
+        } else {
+            old.value().clone()
+        };
+        let mut patched = match patch_type {
+            PatchType::Json => patch::json_patch(&view, body),
+            PatchType::Merge => patch::merge_patch(&view, body),
+            _ => patch::strategic_merge_patch(&view, body),
         }
         .map_err(|e| patch_error(e, body))?;
+        if events_v1 {
+            patched = crate::events::accept(&patched, false)?;
+            let core = crate::builtin::events();
+            return self.update_locked(&core, &mut tx, &key, name, patched, sub, opts);
+        }
         self.update_locked(info, &mut tx, &key, name, patched, sub, opts)
     }
 
-    /// Server-side apply: create when missing, else merge the applied
-    /// configuration into the live object.
+    /// Server-side apply: the applied configuration is merged into the live
+    /// object (created when missing) and the manager's `Apply` entry in
+    /// `managedFields` records what it sets; a change of a field another
+    /// manager owns is a 409 conflict unless `force`.
     fn apply(
         &self,
         info: &ResourceInfo,
@@ -388,7 +488,8 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        if opts.field_manager.as_deref().is_none_or(str::is_empty) {
+        let manager = opts.field_manager.as_deref().unwrap_or("");
+        if manager.is_empty() {
             let e = FieldError::required("fieldManager", "is required for apply patch");
             return Err(StatusError::invalid(
                 "meta.k8s.io",
@@ -408,19 +509,35 @@ impl Core {
                 "the name of the object ({applied_name}) does not match the name on the URL ({name})"
             )));
         }
+        let writer = writer(info, opts, sub);
+        let writer = fields::Writer { manager, ..writer };
+        let recorded = WriteOptions {
+            fields_recorded: true,
+            ..opts.clone()
+        };
+        let apply_error = |e: ApplyError| match e {
+            ApplyError::Conflicts(c) => apply_conflict(&c),
+            ApplyError::Invalid(msg) => StatusError::internal(&format!(
+                "failed to create typed patch object ({}/{}, Kind={}): {msg}",
+                info.group, info.version, info.kind
+            )),
+        };
         let key = object_key(info, namespace, name);
         let rs = self.resource_store(info);
         if rs.get(&key).is_none() {
             if sub == Subresource::Status {
                 return Err(StatusError::not_found(&info.group_resource(), name));
             }
-            return self.create(info, namespace, applied, opts);
+            let created = fields::apply(info, &json!({}), &applied, &writer, opts.force)
+                .map_err(apply_error)?;
+            return self.create(info, namespace, created, &recorded);
         }
         let mut tx = rs.write(&self.store);
         let Some(old) = tx.get(&key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let mut merged = patch::apply_merge(old.value(), &applied);
+        let mut merged =
+            fields::apply(info, old.value(), &applied, &writer, opts.force).map_err(apply_error)?;
         if meta::meta_str(&applied, "resourceVersion").is_empty() {
             meta::set_meta_str(
                 &mut merged,
@@ -428,7 +545,7 @@ impl Core {
                 &old.resource_version().to_string(),
             );
         }
-        self.update_locked(info, &mut tx, &key, name, merged, sub, opts)
+        self.update_locked(info, &mut tx, &key, name, merged, sub, &recorded)
     }
 
     /// Work that follows a stored create or update.

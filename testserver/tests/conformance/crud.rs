@@ -1,4 +1,5 @@
-//! Create, get, update, status, patch, apply and delete semantics.
+//! Create, get, update, status, patch, apply and delete semantics;
+//! server-side apply's field ownership.
 
 use crate::client::Client;
 use crate::{cm, deployment, server};
@@ -366,7 +367,8 @@ async fn patches_of_every_type() {
         )
         .await;
     assert_eq!(r.status, 200);
-    assert_eq!(r.json()["data"], json!({"x": "1", "y": "2"}));
+    // the manager no longer applies x and no one else owns it: it goes
+    assert_eq!(r.json()["data"], json!({"y": "2"}));
 }
 
 #[tokio::test]

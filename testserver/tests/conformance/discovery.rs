@@ -58,7 +58,10 @@ async fn discovery_documents_match_kube_shapes() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(res, ["deployments", "deployments/status"]);
+    assert_eq!(
+        res,
+        ["deployments", "deployments/scale", "deployments/status"]
+    );
     let missing = c.get("/apis/nope.example.com/v1").await;
     assert_eq!(missing.status, 404);
     assert_eq!(

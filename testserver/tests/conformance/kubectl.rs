@@ -192,6 +192,36 @@ async fn kubectl_drives_the_server() {
             table.starts_with("NAME") && table.contains("DATA") && table.contains("page-6"),
             "{table}"
         );
+
+        // kubectl scale goes through the Deployment's scale subresource
+        let dep = k.file(
+            "web.yaml",
+            &serde_yaml::to_string(&crate::deployment("web", 1)).unwrap(),
+        );
+        k.ok(&["apply", "--server-side", "-f", &dep]);
+        assert!(k
+            .ok(&["scale", "deployment", "web", "--replicas=3"])
+            .contains("deployment.apps/web scaled"));
+        let web = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert_eq!(web.value()["spec"]["replicas"], 3);
+        let scaled_by: Vec<_> = web.value()["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["subresource"] == "scale")
+            .map(|e| e["manager"].clone())
+            .collect();
+        assert_eq!(scaled_by, [json!("kubectl")]);
+        // kubectl's apply of the old replicas now conflicts with the scaler
+        let (ok, _, err) = k.run(&["apply", "--server-side", "-f", &dep]);
+        assert!(!ok);
+        assert!(
+            err.contains("conflict with \"kubectl\" with subresource \"scale\" using apps/v1: .spec.replicas"),
+            "{err}"
+        );
     });
 
     // get --watch with a bounded life

@@ -7,15 +7,18 @@
     missing_docs
 )]
 
+mod apply;
 mod client;
 mod crds;
 mod crud;
 mod discovery;
+mod events;
 mod faults;
 mod kubectl;
 mod lifecycle;
 mod lists;
 mod python;
+mod scale;
 mod security;
 mod stress;
 mod watches;

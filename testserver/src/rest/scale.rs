@@ -1,0 +1,196 @@
+//! The `scale` subresource of Deployments: an `autoscaling/v1` `Scale`
+//! read from the Deployment (replicas, status replicas, the selector as a
+//! label-selector string) and written back to its `spec.replicas`, which
+//! bumps its generation as any spec change does.
+
+use super::{object_key, Core, Subresource, WriteOptions};
+use crate::meta;
+use crate::patch::{self, PatchType};
+use crate::resource::ResourceInfo;
+use crate::status::{FieldError, StatusError};
+use crate::store::WriteTxn;
+use kcontrol_indexer::labels::Selector;
+use serde_json::{json, Map, Value};
+
+/// The `Scale` of a Deployment, as kube-apiserver builds it.
+pub(crate) fn scale_of(dep: &Value) -> Value {
+    let mut metadata = Map::new();
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta::metadata(dep).and_then(|m| m.get(f)) {
+            metadata.insert(f.into(), v.clone());
+        }
+    }
+    let mut spec = Map::new();
+    // autoscaling/v1 omits zero replicas from the spec (omitempty)
+    if let Some(r) = dep["spec"]["replicas"].as_i64().filter(|r| *r != 0) {
+        spec.insert("replicas".into(), json!(r));
+    }
+    let mut status = Map::new();
+    status.insert(
+        "replicas".into(),
+        json!(dep["status"]["replicas"].as_i64().unwrap_or(0)),
+    );
+    let selector = serde_json::from_value(dep["spec"]["selector"].clone())
+        .ok()
+        .and_then(|s| Selector::from_label_selector(&s).ok())
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    if !selector.is_empty() {
+        status.insert("selector".into(), json!(selector));
+    }
+    json!({"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata, "spec": spec, "status": status})
+}
+
+fn invalid(name: &str, errs: &[FieldError]) -> StatusError {
+    StatusError::invalid("autoscaling", "Scale", name, errs)
+}
+
+impl Core {
+    /// GET of a Deployment's scale.
+    pub(crate) fn get_scale(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, StatusError> {
+        Ok(scale_of(self.get(info, namespace, name)?.value()))
+    }
+
+    /// PUT of a Deployment's scale: sets `spec.replicas`; a
+    /// `metadata.resourceVersion` in the Scale is a precondition.
+    pub(crate) fn update_scale(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        scale: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, StatusError> {
+        let rs = self.resource_store(info);
+        let mut tx = rs.write(&self.store);
+        self.scale_locked(info, &mut tx, namespace, name, scale, opts)
+    }
+
+    /// PATCH of a Deployment's scale: the patch applies to the current
+    /// `Scale`, whose replicas are then written back.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch_scale(
+        &self,
+        info: &ResourceInfo,
+        namespace: &str,
+        name: &str,
+        patch_type: PatchType,
+        body: &[u8],
+        opts: &WriteOptions,
+    ) -> Result<Value, StatusError> {
+        let rs = self.resource_store(info);
+        let mut tx = rs.write(&self.store);
+        let key = object_key(info, namespace, name);
+        let Some(old) = tx.get(&key) else {
+            return Err(StatusError::not_found(&info.group_resource(), name));
+        };
+        let current = scale_of(old.value());
+        let patched = match patch_type {
+            PatchType::Json => patch::json_patch(&current, body),
+            PatchType::Merge => patch::merge_patch(&current, body),
+            PatchType::StrategicMerge => patch::strategic_merge_patch(&current, body),
+            PatchType::Apply => {
+                return Err(StatusError::new(
+                    415,
+                    "UnsupportedMediaType",
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                ))
+            }
+        }
+        .map_err(|e| StatusError::bad_request(e.to_string()))?;
+        self.scale_locked(info, &mut tx, namespace, name, patched, opts)
+    }
+
+    fn scale_locked(
+        &self,
+        info: &ResourceInfo,
+        tx: &mut WriteTxn<'_>,
+        namespace: &str,
+        name: &str,
+        scale: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, StatusError> {
+        if !scale.is_object() {
+            return Err(StatusError::bad_request(
+                "the body of the request must be a JSON or YAML object",
+            ));
+        }
+        let (_, kind) = meta::type_meta(&scale);
+        if !kind.is_empty() && kind != "Scale" {
+            return Err(StatusError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind (Scale)"
+            )));
+        }
+        let given = meta::name(&scale);
+        if !given.is_empty() && given != name {
+            return Err(StatusError::bad_request(format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            )));
+        }
+        let replicas = match scale["spec"].get("replicas") {
+            None | Some(Value::Null) => 0,
+            Some(r) => match r.as_i64().filter(|n| (0..=i64::from(i32::MAX)).contains(n)) {
+                Some(n) => n,
+                None => {
+                    let e = FieldError::invalid(
+                        "spec.replicas",
+                        r.clone(),
+                        "must be greater than or equal to 0",
+                    );
+                    return Err(invalid(name, &[e]));
+                }
+            },
+        };
+        let key = object_key(info, namespace, name);
+        let Some(old) = tx.get(&key) else {
+            return Err(StatusError::not_found(&info.group_resource(), name));
+        };
+        let given_rv = meta::meta_str(&scale, "resourceVersion");
+        if !given_rv.is_empty() && given_rv != old.resource_version().to_string() {
+            return Err(StatusError::stale(&info.group_resource(), name));
+        }
+        let mut dep = old.value().clone();
+        meta::ensure_object(
+            meta::ensure_object(&mut dep)
+                .entry("spec")
+                .or_insert(Value::Null),
+        )
+        .insert("replicas".into(), json!(replicas));
+        let r = self.update_locked(info, tx, &key, name, dep, Subresource::Scale, opts)?;
+        Ok(scale_of(r.object.value()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_carries_replicas_and_the_selector_string() {
+        let dep = json!({"metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7",
+            "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"x": "y"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]}},
+            "status": {"replicas": 2}});
+        assert_eq!(
+            scale_of(&dep),
+            json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
+                "metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web,tier in (a,b)"}})
+        );
+        let zero = json!({"metadata": {"name": "z"}, "spec": {"replicas": 0}});
+        assert_eq!(scale_of(&zero)["spec"], json!({}));
+        assert_eq!(scale_of(&zero)["status"], json!({"replicas": 0}));
+    }
+}
