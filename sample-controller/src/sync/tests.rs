@@ -139,7 +139,7 @@ fn a_deployment_that_never_becomes_available_gives_status_0_and_a_synced_event()
     let events = h.backend().events();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(
-        (events[0].1.clone(), events[0].2.as_str()),
+        (events[0].1, events[0].2.as_str()),
         (EventType::Normal, "Synced")
     );
     // resyncs write nothing more
