@@ -12,7 +12,8 @@
 //!   `processNextWorkItem` loop, panics contained, graceful drain),
 //!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
 //!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`;
-//! - operator helpers: [`finalizer()`] (cleanup before deletion).
+//! - operator helpers: [`finalizer()`] (cleanup before deletion) and
+//!   [`conditions`] (status conditions).
 //!
 //! Running them in production:
 //!
@@ -28,6 +29,7 @@
 //! example `examples/configmap_to_secret.rs` is a whole controller.
 
 mod builder;
+pub mod conditions;
 pub mod finalizer;
 pub mod handlers;
 pub mod health;
