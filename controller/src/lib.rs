@@ -11,7 +11,9 @@
 //!   an object's key, or its controller owner's), [`run_workers`] (client-go's
 //!   `processNextWorkItem` loop, panics contained, graceful drain),
 //!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
-//!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`.
+//!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`;
+//! - operator helpers: [`finalizer()`] (cleanup before deletion) and
+//!   [`conditions`] (status conditions).
 //!
 //! Running them in production:
 //!
@@ -27,6 +29,8 @@
 //! example `examples/configmap_to_secret.rs` is a whole controller.
 
 mod builder;
+pub mod conditions;
+pub mod finalizer;
 pub mod handlers;
 pub mod health;
 pub mod leader_election;
@@ -38,6 +42,7 @@ pub mod signals;
 pub mod workers;
 
 pub use builder::{Controller, ControllerBuilder, ControllerError};
+pub use finalizer::{finalizer, FinalizerError};
 pub use health::{Health, Readiness, SharedRegistry};
 pub use leader_election::{
     default_identity, LeaderElectionConfig, LeaderElectionError, LeaderElector,
