@@ -1,4 +1,4 @@
-//! Prometheus metrics of a [`Client`](kcontrol_client::Client), with
+//! Prometheus metrics of a [`Client`], with
 //! client-go's names: `rest_client_requests_total{code,method,host}`,
 //! `rest_client_request_duration_seconds{verb,host}` and
 //! `rest_client_rate_limiter_duration_seconds{verb,host}`. Labels are bounded:
