@@ -47,5 +47,5 @@ pub use health::{Health, Readiness, SharedRegistry};
 pub use leader_election::{
     default_identity, LeaderElectionConfig, LeaderElectionError, LeaderElector,
 };
-pub use reconciler::{Action, Context, Reconciler};
+pub use reconciler::{Action, CacheWaitError, Context, Reconciler};
 pub use workers::run_workers;

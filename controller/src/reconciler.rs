@@ -115,6 +115,89 @@ impl<K: Object> Context<K> {
     }
 }
 
+/// Why [`Context::wait_for_cache`] gave up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheWaitError {
+    /// The controller has no cache of that type (it neither reconciles,
+    /// owns nor watches it).
+    #[error("the controller does not cache objects of type {0}")]
+    NotWatched(&'static str),
+    /// The object written has no name or no resourceVersion (it was not
+    /// returned by the API server).
+    #[error("the object written has no {0}")]
+    Missing(&'static str),
+    /// The cache had not caught up when the time ran out; retry later
+    /// (e.g. `Action::RequeueAfter`) rather than act on the stale cache.
+    #[error("the cache did not see {key} at resourceVersion {resource_version} within {waited:?}")]
+    Timeout {
+        /// The object's key.
+        key: String,
+        /// The version written.
+        resource_version: String,
+        /// How long it waited.
+        waited: Duration,
+    },
+}
+
+/// Whether the cached version `cached` is at least `written` (decimal
+/// versions compare as numbers, as every real server sends them; others
+/// only by equality).
+fn caught_up(cached: &str, written: &str) -> bool {
+    match (cached.parse::<u64>(), written.parse::<u64>()) {
+        (Ok(c), Ok(w)) => c >= w,
+        _ => cached == written,
+    }
+}
+
+impl<K: Object> Context<K> {
+    /// Read-your-writes (CT16): waits, at most `timeout`, until the
+    /// controller's cache of `T` holds `written` (the object a create,
+    /// update or patch returned) at its resourceVersion or newer — so the
+    /// next read of the cache cannot miss that write and, say, create a
+    /// second Deployment. Polls the cache (1 ms, doubling to 50 ms).
+    ///
+    /// # Errors
+    /// When `T` is not cached by this controller, `written` has no name or
+    /// version, or the cache has not caught up in time.
+    pub async fn wait_for_cache<T: Object>(
+        &self,
+        written: &T,
+        timeout: Duration,
+    ) -> Result<(), CacheWaitError> {
+        let lister = self
+            .lister::<T>()
+            .ok_or(CacheWaitError::NotWatched(std::any::type_name::<T>()))?;
+        let name = written.name().ok_or(CacheWaitError::Missing("name"))?;
+        let rv = written
+            .resource_version()
+            .ok_or(CacheWaitError::Missing("resourceVersion"))?;
+        let namespace = written.namespace().unwrap_or_default();
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let cached = lister.get(namespace, name);
+            if cached.is_some_and(|c| c.resource_version().is_some_and(|v| caught_up(v, rv))) {
+                return Ok(());
+            }
+            let waited = started.elapsed();
+            if waited >= timeout {
+                return Err(CacheWaitError::Timeout {
+                    key: if namespace.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{namespace}/{name}")
+                    },
+                    resource_version: rv.to_owned(),
+                    waited,
+                });
+            }
+            tokio::time::sleep(pause.min(timeout - waited)).await;
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+}
+
 /// The logic of a controller: brings the world in line with one object.
 ///
 /// Implemented for every async closure
@@ -180,5 +263,19 @@ where
         ctx: Context<K>,
     ) -> impl Future<Output = Result<Action, E>> + Send {
         self(object, ctx)
+    }
+}
+
+#[cfg(test)]
+mod cache_wait_tests {
+    use super::caught_up;
+
+    #[test]
+    fn versions_compare_as_numbers_else_by_equality() {
+        assert!(caught_up("10", "9"));
+        assert!(caught_up("10", "10"));
+        assert!(!caught_up("9", "10"));
+        assert!(caught_up("abc", "abc"));
+        assert!(!caught_up("abd", "abc"));
     }
 }
