@@ -5,6 +5,7 @@
 //! garbage collector deletes it with the owner, and events on it can be
 //! mapped back to the owner's key
 //! ([`EnqueueHandler::for_owner`](crate::handlers::EnqueueHandler::for_owner)).
+//! [`apply_owned`] writes such an object by server-side apply.
 //!
 //! ```
 //! use kcontrol_controller::owner::{get_controller_of, is_controlled_by, new_controller_ref};
@@ -20,7 +21,10 @@
 //! ```
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kcontrol_client::{Api, Patch, PatchParams};
 use kcontrol_indexer::{Object, TypedResource};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// The owner reference a controller puts on an object it creates for
 /// `owner`: the owner's apiVersion, kind, name and uid, with
@@ -67,6 +71,52 @@ pub(crate) fn group_of(api_version: &str) -> &str {
     api_version
         .rsplit_once('/')
         .map_or("", |(group, _version)| group)
+}
+
+/// Server-side apply of an object that `owner` controls: sets `object`'s
+/// controller reference to `owner` (replacing any other), then applies it
+/// as `field_manager` with `force` — a controller owns the fields it
+/// applies and takes them back from whoever changed them, as
+/// controller-runtime's and kube-runtime's controllers apply. Apply creates
+/// the object when it does not exist. Returns the object as stored.
+///
+/// # Errors
+/// When `object` has no name, or the API server refuses the apply.
+pub async fn apply_owned<O, T>(
+    api: &Api<T>,
+    owner: &O,
+    mut object: T,
+    field_manager: &str,
+) -> Result<T, kcontrol_client::Error>
+where
+    O: TypedResource,
+    T: TypedResource + Serialize + DeserializeOwned,
+{
+    let name = object
+        .name()
+        .ok_or_else(|| {
+            kcontrol_client::Error::InvalidRequest("apply_owned: the object has no name".to_owned())
+        })?
+        .to_owned();
+    let mut refs: Vec<OwnerReference> = object
+        .meta()
+        .owner_references
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.controller != Some(true))
+        .collect();
+    refs.push(new_controller_ref(owner));
+    object.meta_mut().owner_references = Some(refs);
+    // fields the server owns are not the applier's to claim
+    object.meta_mut().managed_fields = None;
+    object.meta_mut().resource_version = None;
+    api.patch(
+        &name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(&object),
+    )
+    .await
 }
 
 #[cfg(test)]
