@@ -24,6 +24,10 @@
 //!   finds it converged: every Foo owns exactly one Deployment with its
 //!   replicas and reports them available, and no Deployment is orphaned.
 //!
+//! The controller logs (`RUST_LOG`, default `info`) to a file in the
+//! temporary directory, named on stderr; it is removed after a run that
+//! passed unless `KCONTROL_SOAK_KEEP_LOG` is set.
+//!
 //! One row (`--json`: one JSON line); the run fails (non-zero exit) if it
 //! did not converge, if anything was lost, duplicated or orphaned, if a
 //! SIGTERM did not end the controller with exit 0 (or it died by itself),
@@ -169,6 +173,10 @@ impl Fault {
         SERVER[rng.below(SERVER.len() as u64) as usize]
     }
 }
+
+/// Set (to anything) to keep the controller's log after a run that passed
+/// (a failed run always keeps it).
+const KEEP_LOG_ENV: &str = "KCONTROL_SOAK_KEEP_LOG";
 
 /// How long the lagging replica serves.
 const LAGGING_WINDOW: Duration = Duration::from_secs(3);
@@ -388,7 +396,9 @@ pub fn bench(report: &mut Report, options: &Options) -> Result<(), String> {
         }
     }
     if failures.is_empty() {
-        let _ = std::fs::remove_file(&launcher.log);
+        if std::env::var_os(KEEP_LOG_ENV).is_none() {
+            let _ = std::fs::remove_file(&launcher.log);
+        }
         Ok(())
     } else {
         Err(format!(
@@ -484,6 +494,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
     // settle: churn and faults stopped; poll the state until converged
     let settle_start = Instant::now();
     let mut verdict = check::check_server(&objects, NAMESPACE);
+    let mut next_note = Duration::from_secs(5);
     while !verdict.converged() && settle_start.elapsed() < options.settle_timeout {
         if let Some(status) = controller.exited() {
             run.bad_exits += 1;
@@ -493,6 +504,13 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
         }
         std::thread::sleep(Duration::from_millis(100));
         verdict = check::check_server(&objects, NAMESPACE);
+        if settle_start.elapsed() >= next_note {
+            eprintln!(
+                "soak: settling for {:.0?}: {verdict:?}",
+                settle_start.elapsed()
+            );
+            next_note += Duration::from_secs(5);
+        }
     }
     let converge = settle_start.elapsed();
     let rss_settled = procstat::rss_bytes(controller.pid());
