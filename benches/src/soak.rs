@@ -10,7 +10,7 @@
 //!   the Deployment), from a RNG seeded by `--seed`.
 //! - Faults, one every 0.5–2.5 s, chosen by the same seed: every watch
 //!   dropped; watches (or lists and watches) answered 410; the history
-//!   compacted; a burst of 429s or 5xx; a window of a few seconds where a
+//!   compacted; a burst of 429s or 5xx (every request for 0.2–3 s); a window of a few seconds where a
 //!   lagging replica serves lists and watches; a Foo watch cache
 //!   (re)initializing; and, in the first half only, the controller stopped
 //!   by SIGTERM (it must exit 0) or SIGKILL and started again.
@@ -41,7 +41,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kcontrol_testserver::{Failure, TestServer};
+use kcontrol_testserver::{Failure, FaultScope, TestServer};
 use serde_json::json;
 
 use crate::controller::{foo_server, procstat, FOO_RESOURCE, NAMESPACE};
@@ -183,6 +183,14 @@ const LAGGING_WINDOW: Duration = Duration::from_secs(3);
 /// How long a SIGTERMed controller may take to shut down.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a burst of 429s or 5xx lasts: 0.2 to 3 s. A window, not a
+/// count of requests: a count would last as long as the controller's
+/// backed-off retries take to use it up (minutes, once only a backed-off
+/// list is left asking).
+fn burst(rng: &mut Rng) -> Duration {
+    Duration::from_millis(rng.range(200, 3_000))
+}
+
 /// Injects a server-side fault; returns when a lagging window should end.
 fn inject(server: &TestServer, fault: Fault, rng: &mut Rng) -> Option<Instant> {
     let faults = server.faults();
@@ -201,11 +209,12 @@ fn inject(server: &TestServer, fault: Fault, rng: &mut Rng) -> Option<Instant> {
             faults.compact();
             faults.close_all_watches();
         }
-        Fault::TooManyRequests => faults.fail_next(
-            rng.range(5, 30),
+        Fault::TooManyRequests => faults.fail_for(
+            burst(rng),
             Failure::TooManyRequests {
                 retry_after_secs: 1,
             },
+            FaultScope::default(),
         ),
         Fault::ServerError => {
             let failure = if rng.below(2) == 0 {
@@ -213,7 +222,7 @@ fn inject(server: &TestServer, fault: Fault, rng: &mut Rng) -> Option<Instant> {
             } else {
                 Failure::ServiceUnavailable
             };
-            faults.fail_next(rng.range(5, 30), failure);
+            faults.fail_for(burst(rng), failure, FaultScope::default());
         }
         Fault::LaggingReplica => {
             let rv = server.objects().resource_version();

@@ -27,7 +27,7 @@ use crate::controller::{procstat, NAMESPACE};
 pub const CHILD_ARG: &str = "__sample-controller";
 
 /// How long a started controller may take to report ready.
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How the soak starts its controller.
 #[derive(Clone, Debug)]
