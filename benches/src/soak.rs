@@ -9,11 +9,14 @@
 //!   second (create, scale, delete, recreate with the same name, delete
 //!   the Deployment), from a RNG seeded by `--seed`.
 //! - Faults, one every 0.5–2.5 s, chosen by the same seed: every watch
-//!   dropped; watches (or lists and watches) answered 410; the history
-//!   compacted; a burst of 429s or 5xx (every request for 0.2–3 s); a window of a few seconds where a
-//!   lagging replica serves lists and watches; a Foo watch cache
-//!   (re)initializing; and, in the first half only, the controller stopped
-//!   by SIGTERM (it must exit 0) or SIGKILL and started again.
+//!   dropped; the next watches (or list and watches) answered 410; the
+//!   history compacted; a burst of 429s or 5xx (every request for
+//!   0.2–3 s); a lagging replica serving lists and watches for up to 3 s;
+//!   a Foo watch cache (re)initializing; and, in the first half only, the
+//!   controller stopped by SIGTERM (it must exit 0) or SIGKILL and started
+//!   again. One fault at a time: each new one first clears what is left
+//!   of the previous (`Faults::reset`), so 410s counted for "the next
+//!   list" cannot pile up while the controller's reflectors back off.
 //! - RSS: restarts reset a process's memory, so restarts happen only in
 //!   the first half of the run. The warm-up RSS is taken at 60 % of the
 //!   run (and at least a tenth of the run after the last start), the end
@@ -477,6 +480,11 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
                 rss_warm = run.controller.as_ref().map(rss_sample);
             }
             if now >= next_fault {
+                // one fault at a time: what is left of the previous one
+                // ends (a 410 counted for the next list would otherwise
+                // wait for a controller in backoff and pile up)
+                server.faults().reset();
+                lagging_until = None;
                 let fault = Fault::pick(&mut rng, now < restarts_until);
                 match fault {
                     Fault::Sigterm | Fault::Sigkill => run.restart(launcher, fault)?,
