@@ -67,7 +67,8 @@ struct Args {
     /// soak: how long churn and faults run, e.g. 60s or 10m [default: 60s].
     #[arg(long, value_name = "DURATION", value_parser = sample_controller::cli::parse_duration)]
     duration: Option<Duration>,
-    /// soak: the seed of every random choice [default: from the clock].
+    /// soak: the seed of every random choice [default: from the clock,
+    /// below 10^12 so that JSON readers keep it exact].
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// soak: names in the Foo pool [default: 100].
@@ -110,7 +111,8 @@ impl Args {
         let seed = self.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
+                // below 2^53: exact in any JSON reader (jq reads doubles)
+                .map_or(0, |d| (d.as_nanos() % 1_000_000_000_000) as u64)
         });
         Ok(soak::Options {
             duration: self.duration.unwrap_or(Duration::from_secs(60)),

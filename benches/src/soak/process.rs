@@ -211,11 +211,9 @@ fn wait_ready(child: &mut Child, addr: SocketAddr) -> Result<(), Option<ExitStat
 fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
+    // one write: the request in one piece
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
     let mut head = [0u8; 12];
     stream.read_exact(&mut head).ok()?;
     let text = std::str::from_utf8(&head).ok()?;
@@ -280,8 +278,15 @@ mod tests {
         let server = std::thread::spawn(move || {
             for answer in ["HTTP/1.1 503 Service Unavailable\r\n\r\n", "garbage"] {
                 let (mut s, _) = listener.accept().unwrap();
+                // the whole request: closing with unread bytes would reset
+                // the connection and lose the answer
+                let mut request = Vec::new();
                 let mut buf = [0u8; 256];
-                let _ = s.read(&mut buf).unwrap();
+                while !request.ends_with(b"\r\n\r\n") {
+                    let n = s.read(&mut buf).unwrap();
+                    assert!(n > 0, "the request ended early");
+                    request.extend_from_slice(&buf[..n]);
+                }
                 s.write_all(answer.as_bytes()).unwrap();
             }
         });
