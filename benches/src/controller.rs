@@ -27,7 +27,7 @@
 // the resource is named Foo
 #![allow(clippy::disallowed_names)]
 
-mod procstat;
+pub(crate) mod procstat;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -54,8 +54,8 @@ pub const CHILD_ARG: &str = "__controller-child";
 /// options from.
 const JEMALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
 
-const FOO_RESOURCE: &str = "foos.samplecontroller.k8s.io";
-const NAMESPACE: &str = "default";
+pub(crate) const FOO_RESOURCE: &str = "foos.samplecontroller.k8s.io";
+pub(crate) const NAMESPACE: &str = "default";
 const WORKERS: usize = 2;
 const QPS: f64 = 100_000.0;
 const CONVERGE_TIMEOUT: Duration = Duration::from_secs(900);
@@ -150,15 +150,7 @@ struct ControllerChild {
 
 impl ControllerChild {
     fn spawn(kubeconfig: &std::path::Path) -> Result<Self, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut command = Command::new(exe);
-        // the sample-controller binary's jemalloc options, unless the
-        // caller chose others
-        if std::env::var_os(JEMALLOC_CONF_ENV).is_none() {
-            let conf = String::from_utf8_lossy(sample_controller::JEMALLOC_CONF);
-            command.env(JEMALLOC_CONF_ENV, conf.trim_end_matches('\0'));
-        }
-        let mut child = command
+        let mut child = child_command()?
             .arg(CHILD_ARG)
             .arg(kubeconfig)
             .stdin(Stdio::piped())
@@ -216,10 +208,23 @@ impl ControllerChild {
     }
 }
 
+/// A command running this binary again (as a child process that runs a
+/// controller), with the sample-controller binary's jemalloc options
+/// unless the caller chose others in `_RJEM_MALLOC_CONF`.
+pub(crate) fn child_command() -> Result<Command, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let mut command = Command::new(exe);
+    if std::env::var_os(JEMALLOC_CONF_ENV).is_none() {
+        let conf = String::from_utf8_lossy(sample_controller::JEMALLOC_CONF);
+        command.env(JEMALLOC_CONF_ENV, conf.trim_end_matches('\0'));
+    }
+    Ok(command)
+}
+
 /// A TLS testserver sized for `n` Foos, without a request log, with the
 /// Foo CRD installed; `simulate_deployments` keeps the Deployment status
 /// simulator (the server's default) on.
-async fn foo_server(n: usize, simulate_deployments: bool) -> Result<TestServer, String> {
+pub(crate) async fn foo_server(n: usize, simulate_deployments: bool) -> Result<TestServer, String> {
     let builder = TestServer::builder()
         .tls(true)
         .history_size(n * 8 + 1_000)
@@ -244,7 +249,7 @@ async fn foo_server(n: usize, simulate_deployments: bool) -> Result<TestServer, 
     Ok(server)
 }
 
-fn crd_json() -> Result<Value, String> {
+pub(crate) fn crd_json() -> Result<Value, String> {
     serde_yaml::from_str(sample_controller::artifacts::CRD_YAML)
         .map_err(|e| format!("crd.yaml: {e}"))
 }

@@ -113,6 +113,8 @@ struct InjectedFailures {
     failure: Failure,
     remaining: u64,
     scope: FaultScope,
+    /// The end of a window of failures ([`Faults::fail_for`]).
+    until: Option<std::time::Instant>,
 }
 
 /// The fault-injection handle (cheap to clone).
@@ -214,8 +216,21 @@ impl Faults {
                 failure,
                 remaining: n,
                 scope,
+                until: None,
             });
         }
+    }
+
+    /// Every API request within `scope` fails with `failure` for the next
+    /// `duration` (a window of overload or outage, however few requests
+    /// come meanwhile; [`Faults::fail_next`] counts requests instead).
+    pub fn fail_for(&self, duration: Duration, failure: Failure, scope: FaultScope) {
+        self.inner.failures.lock().push(InjectedFailures {
+            failure,
+            remaining: u64::MAX,
+            scope,
+            until: Some(std::time::Instant::now() + duration),
+        });
     }
 
     /// The next `requests` lists and watches that a watch cache serves are
@@ -343,6 +358,8 @@ impl Faults {
         resource: Option<ScopedResource<'_>>,
     ) -> Option<Failure> {
         let mut list = self.inner.failures.lock();
+        let now = std::time::Instant::now();
+        list.retain(|f| f.until.is_none_or(|until| now < until));
         let idx = list
             .iter()
             .position(|f| f.remaining > 0 && f.scope.matches(verb, resource))?;
@@ -486,6 +503,42 @@ mod tests {
         assert!(!scope(None, Some("deployments.batch")).matches(None, Some(DEPLOYMENTS)));
         assert!(scope(None, Some("configmaps")).matches(None, Some(CONFIGMAPS)));
         assert!(!scope(None, Some("configmaps.apps")).matches(None, Some(CONFIGMAPS)));
+    }
+
+    /// A window of failures fails every matching request, however many,
+    /// until it ends; an ended window fails none and is dropped.
+    #[test]
+    fn a_window_of_failures_ends_on_time_not_on_a_count() {
+        let server = crate::TestServer::builder().start_blocking().unwrap();
+        let faults = server.faults();
+        let deployments = || scope(None, Some("deployments"));
+        faults.fail_for(Duration::ZERO, Failure::InternalError, deployments());
+        assert_eq!(
+            faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS)),
+            None
+        );
+        assert!(faults.inner.failures.lock().is_empty());
+
+        faults.fail_for(
+            Duration::from_secs(3600),
+            Failure::ServiceUnavailable,
+            deployments(),
+        );
+        for _ in 0..1_000 {
+            assert_eq!(
+                faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS)),
+                Some(Failure::ServiceUnavailable)
+            );
+        }
+        assert_eq!(
+            faults.take_failure(Some(Verb::List), Some(CONFIGMAPS)),
+            None
+        );
+        faults.reset();
+        assert_eq!(
+            faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS)),
+            None
+        );
     }
 
     #[test]
