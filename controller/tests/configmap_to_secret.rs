@@ -8,7 +8,7 @@
 #[path = "../examples/configmap_to_secret.rs"]
 mod example;
 
-use std::time::Duration;
+mod support;
 
 use k8s_openapi::api::core::v1::Secret;
 use kcontrol_client::{Client, Config};
@@ -16,15 +16,7 @@ use kcontrol_testserver::TestServer;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+use support::eventually;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_converges_on_an_embedded_server() {

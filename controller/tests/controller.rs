@@ -6,12 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kcontrol_client::{Client, Config};
 use kcontrol_controller::predicate::Predicate;
 use kcontrol_controller::{Action, Context, Controller, ControllerError};
 use kcontrol_indexer::Object;
@@ -21,13 +22,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn server() -> (TestServer, Client) {
-    let server = TestServer::start().await.unwrap();
-    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
-    (server, client)
-}
+use support::{eventually, next, server, DEADLINE};
 
 fn create_cm(server: &TestServer, ns: &str, name: &str, labels: serde_json::Value) {
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -50,21 +45,6 @@ fn edit_cm(server: &TestServer, name: &str, edit: impl FnOnce(&mut ConfigMap)) {
         .objects()
         .update("configmaps", "default", value)
         .unwrap();
-}
-
-async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
-    tokio::time::timeout(DEADLINE, rx.recv())
-        .await
-        .expect("an event in time")
-        .expect("channel open")
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 type Keys = mpsc::UnboundedSender<String>;

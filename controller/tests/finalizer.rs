@@ -5,12 +5,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kcontrol_client::{Api, Client, Config};
+use kcontrol_client::Api;
 use kcontrol_controller::finalizer::{finalizer, Event, FinalizerError};
 use kcontrol_controller::{Action, Context, Controller};
 use kcontrol_indexer::Object;
@@ -19,15 +20,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+use support::{eventually, next, server};
+
 const OURS: &str = "example.com/cleanup";
 const FOREIGN: &str = "other.example.com/keep";
-
-async fn server() -> (TestServer, Client) {
-    let server = TestServer::start().await.unwrap();
-    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
-    (server, client)
-}
 
 /// Creates a ConfigMap; no finalizers list at all when `finalizers` is empty.
 fn create_cm(server: &TestServer, name: &str, finalizers: &[&str]) {
@@ -64,21 +60,6 @@ fn set_finalizers(server: &TestServer, name: &str, finalizers: &[&str]) {
         .objects()
         .update("configmaps", "default", value)
         .unwrap();
-}
-
-async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
-    tokio::time::timeout(DEADLINE, rx.recv())
-        .await
-        .expect("an event in time")
-        .expect("channel open")
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 #[path = "../examples/long_running_task.rs"]
 mod example;
 
-use std::time::Duration;
+mod support;
 
 use example::{Task, TaskSpec, Tasks};
 use kcontrol_client::Client;
@@ -16,15 +16,7 @@ use kcontrol_controller::Controller;
 use kcontrol_testserver::TestServer;
 use tokio_util::sync::CancellationToken;
 
-const DEADLINE: Duration = Duration::from_secs(60);
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+use support::{eventually, DEADLINE};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_example_ends_every_task_in_its_phase() {

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+use support::DEADLINE;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ct16_a_write_is_waited_for_in_the_cache_and_a_lagging_cache_times_out() {

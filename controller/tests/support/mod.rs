@@ -1,0 +1,37 @@
+//! What the controller layer's end-to-end tests share: a server and its
+//! client, the longest wait, a condition polled until it holds, the next
+//! message of a channel.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use kcontrol_client::Client;
+use kcontrol_testserver::TestServer;
+use tokio::sync::mpsc;
+
+/// The longest any test waits for something to happen.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// An in-process API server and a client for it.
+pub async fn server() -> (TestServer, Client) {
+    let server = TestServer::start().await.unwrap();
+    let client = Client::from_kubeconfig_yaml(&server.kubeconfig()).unwrap();
+    (server, client)
+}
+
+/// Waits until `check` holds; panics naming `what` after [`DEADLINE`].
+pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while !check() {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The next message of `rx`, within [`DEADLINE`].
+pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(DEADLINE, rx.recv())
+        .await
+        .expect("an event in time")
+        .expect("channel open")
+}
