@@ -81,14 +81,19 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
-/// Runs the scenario for each size.
-pub fn bench(report: &mut Report) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// The runtime the in-process testserver of a controller scenario runs on.
+pub fn server_runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("testserver")
         .enable_all()
         .build()
-        .map_err(|e| format!("runtime: {e}"))?;
+        .map_err(|e| format!("runtime: {e}"))
+}
+
+/// Runs the scenario for each size.
+pub fn bench(report: &mut Report) -> Result<(), String> {
+    let runtime = server_runtime()?;
     for n in sizes() {
         let run = run_controller(&runtime, n)?;
         let reference = runtime.block_on(reference(n))?;

@@ -307,12 +307,7 @@ impl Run {
 
 /// Runs the soak and reports its row.
 pub fn bench(report: &mut Report, options: &Options) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("testserver")
-        .enable_all()
-        .build()
-        .map_err(|e| format!("runtime: {e}"))?;
+    let runtime = crate::controller::server_runtime()?;
     let pool = usize::try_from(options.foos).unwrap_or(usize::MAX);
     let server = runtime.block_on(foo_server(pool, true))?;
     let tag = format!("kcontrol-soak-{}", std::process::id());
