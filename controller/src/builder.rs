@@ -3,6 +3,7 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -159,6 +160,7 @@ impl ControllerBuilder {
             watches: Vec::new(),
             options: WorkerOptions::new().name(name),
             error_policy: None,
+            synced: None,
         }
     }
 }
@@ -228,6 +230,9 @@ pub struct Controller<K = ()> {
     watches: Vec<Register>,
     options: WorkerOptions,
     error_policy: Option<ErrorPolicy<K>>,
+    /// Set once the caches have synced (a [`Manager`](crate::Manager)'s
+    /// readiness).
+    synced: Option<Arc<AtomicBool>>,
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -337,6 +342,17 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
         self
     }
 
+    /// Reports on `flag` when the caches have synced.
+    pub(crate) fn report_synced(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.synced = Some(flag);
+        self
+    }
+
+    /// The controller's name, as given or by default.
+    pub(crate) fn name_value(&self) -> &str {
+        self.options.name_value()
+    }
+
     /// The name in logs, spans and metric labels (default: `K`'s kind in
     /// lower case).
     #[must_use]
@@ -390,6 +406,7 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
             watches,
             options,
             error_policy,
+            synced,
         } = self;
         let name = options.name_value().to_owned();
         let own_factory = factory.is_none();
@@ -439,6 +456,9 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
             return Ok(());
         }
         tracing::info!(controller = %name, "caches synced");
+        if let Some(synced) = &synced {
+            synced.store(true, Ordering::SeqCst);
+        }
         let shared = Arc::new(Shared {
             client,
             name: name.clone(),

@@ -34,6 +34,7 @@ pub mod finalizer;
 pub mod handlers;
 pub mod health;
 pub mod leader_election;
+mod manager;
 pub mod metrics;
 pub mod owner;
 pub mod predicate;
@@ -47,5 +48,6 @@ pub use health::{Health, Readiness, SharedRegistry};
 pub use leader_election::{
     default_identity, LeaderElectionConfig, LeaderElectionError, LeaderElector,
 };
+pub use manager::{Manager, ManagerError};
 pub use reconciler::{Action, CacheWaitError, Context, Reconciler};
 pub use workers::run_workers;

@@ -1,7 +1,10 @@
 //! `Health` served over real HTTP on 127.0.0.1 (HL1-HL4).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::SocketAddr;
+mod support;
+
+use support::get;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -9,26 +12,9 @@ use kcontrol_controller::health::{Health, SharedRegistry};
 use kcontrol_informer::SyncedFn;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 /// (status code, body) of a GET.
-async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    let code = response
-        .get(9..12)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP response: {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (code, body)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_is_503_until_every_check_passes_and_again_after_shutdown_starts() {

@@ -7,7 +7,7 @@
 //! [`crate::informer`], …).
 
 pub use crate::client::{Api, Client, Config, Patch, PatchParams, PostParams};
-pub use crate::controller::{Action, Context, Controller, Reconciler};
+pub use crate::controller::{Action, Context, Controller, Manager, Reconciler};
 pub use crate::indexer::{meta_namespace_key, Lister, Object, ObjectOrTombstone};
 pub use crate::informer::{
     wait_for_cache_sync, HasSynced, InformerFactory, ResourceEventHandler,

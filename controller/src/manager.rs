@@ -1,0 +1,292 @@
+//! [`Manager`]: several controllers run as one process, as
+//! controller-runtime's manager runs them — one client, one informer
+//! factory (each resource listed and watched once whatever the number of
+//! controllers), one `/healthz` `/readyz` `/metrics` server, optional
+//! leader election, and one graceful shutdown for all (CT17).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kcontrol_client::Client;
+use kcontrol_indexer::TypedResource;
+use kcontrol_informer::InformerFactory;
+use serde::de::DeserializeOwned;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::builder::{Controller, ControllerError};
+use crate::health::Health;
+use crate::leader_election::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
+use crate::reconciler::Reconciler;
+
+/// Why a [`Manager`] stopped other than by its shutdown.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManagerError {
+    /// A controller failed (the others were shut down).
+    #[error("controller {name}: {source}")]
+    Controller {
+        /// The controller's name.
+        name: String,
+        /// What failed.
+        #[source]
+        source: ControllerError,
+    },
+    /// Leader election failed or, after leading, leadership was lost: the
+    /// controllers were stopped (a process should exit and start over, as
+    /// client-go's controllers do).
+    #[error(transparent)]
+    LeaderElection(#[from] LeaderElectionError),
+    /// A controller's task panicked or was aborted.
+    #[error("a controller task ended abnormally: {0}")]
+    Panicked(String),
+    /// The health server could not bind its address.
+    #[error("serving health on {addr}: {source}")]
+    Health {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Run =
+    Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<(), ControllerError>> + Send>;
+
+/// Several controllers over one client, one informer factory, one health
+/// server and (optionally) one leader election.
+///
+/// ```no_run
+/// # async fn demo(client: kcontrol_client::Client) -> Result<(), kcontrol_controller::ManagerError> {
+/// use std::sync::Arc;
+/// use kcontrol_controller::{Action, Context, Manager};
+/// use kcontrol_indexer::k8s_openapi::api::core::v1::{ConfigMap, Secret};
+///
+/// let mut manager = Manager::new(client);
+/// let configmaps = manager.controller::<ConfigMap>().owns::<Secret>();
+/// manager.add(configmaps, |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| async move {
+///     Ok::<_, std::io::Error>(Action::Done)
+/// });
+/// manager.serve_health("127.0.0.1:8080".parse().unwrap()).await?;
+/// manager.run(kcontrol_controller::signals::shutdown_on_signal().unwrap()).await
+/// # }
+/// ```
+pub struct Manager {
+    client: Client,
+    factory: Arc<InformerFactory>,
+    health: Health,
+    leader_election: Option<LeaderElectionConfig>,
+    controllers: Vec<(String, Run)>,
+    synced: Vec<Arc<AtomicBool>>,
+    health_stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager")
+            .field(
+                "controllers",
+                &self.controllers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("leader_election", &self.leader_election)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Manager {
+    /// A manager on `client`, with an informer factory of its own
+    /// (managedFields stripped) and a [`Health`] without metrics.
+    pub fn new(client: Client) -> Self {
+        let factory = Arc::new(
+            InformerFactory::builder(client.clone())
+                .strip_managed_fields(true)
+                .build(),
+        );
+        Self::with_factory(client, factory, Health::new())
+    }
+
+    /// A manager over your factory (its scope, metrics) and health (its
+    /// registry).
+    pub fn with_factory(client: Client, factory: Arc<InformerFactory>, health: Health) -> Self {
+        Self {
+            client,
+            factory,
+            health,
+            leader_election: None,
+            controllers: Vec::new(),
+            synced: Vec::new(),
+            health_stop: CancellationToken::new(),
+        }
+    }
+
+    /// The shared informer factory.
+    pub fn factory(&self) -> &Arc<InformerFactory> {
+        &self.factory
+    }
+
+    /// The shared health state (`/readyz` turns 200 once every controller's
+    /// caches have synced, 503 again once the manager shuts down).
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Runs the controllers only while holding this Lease (informers start
+    /// when leadership is won).
+    #[must_use]
+    pub fn leader_election(mut self, config: LeaderElectionConfig) -> Self {
+        self.leader_election = Some(config);
+        self
+    }
+
+    /// A controller of `K` on the manager's client and factory, to
+    /// configure and [`add`](Self::add).
+    pub fn controller<K: TypedResource + DeserializeOwned>(&self) -> Controller<K> {
+        Controller::new(self.client.clone())
+            .with_factory(Arc::clone(&self.factory))
+            .for_resource::<K>()
+    }
+
+    /// Adds a controller with its reconciler; it runs with the others.
+    pub fn add<K, R>(&mut self, controller: Controller<K>, reconciler: R) -> &mut Self
+    where
+        K: TypedResource + DeserializeOwned,
+        R: Reconciler<K>,
+    {
+        let name = controller.name_value().to_owned();
+        let synced = Arc::new(AtomicBool::new(false));
+        let controller = controller.report_synced(Arc::clone(&synced));
+        let flag = Arc::clone(&synced);
+        self.health
+            .add_check(format!("controller-{name}"), move || {
+                flag.load(Ordering::SeqCst)
+            });
+        self.synced.push(synced);
+        let run: Run = Box::new(move |shutdown| Box::pin(controller.run(reconciler, shutdown)));
+        self.controllers.push((name, run));
+        self
+    }
+
+    /// Serves `/healthz`, `/readyz` and `/metrics` on `addr` (port 0: any)
+    /// from now until the manager's [`run`](Self::run) ends; the bound
+    /// address.
+    ///
+    /// # Errors
+    /// When `addr` cannot be bound.
+    pub async fn serve_health(&self, addr: SocketAddr) -> Result<SocketAddr, ManagerError> {
+        self.health
+            .serve(addr, self.health_stop.clone())
+            .await
+            .map_err(|source| ManagerError::Health { addr, source })
+    }
+
+    /// Runs every controller until `shutdown` is cancelled (with leader
+    /// election: from winning the Lease until shutdown or a lost Lease),
+    /// then shuts down in order: `/readyz` 503, the controllers drained,
+    /// the informers stopped, the Lease released, the health server closed.
+    ///
+    /// # Errors
+    /// The first controller failure, or a leader-election failure (a lost
+    /// Lease included); the other controllers are shut down first.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
+        let Self {
+            client,
+            factory,
+            health,
+            leader_election,
+            controllers,
+            health_stop,
+            ..
+        } = self;
+        // `/readyz` says 503 from the moment shutdown starts
+        let marker = tokio::spawn({
+            let (health, shutdown) = (health.clone(), shutdown.clone());
+            async move {
+                shutdown.cancelled().await;
+                health.shutting_down();
+            }
+        });
+        let result = match leader_election {
+            None => run_controllers(controllers, shutdown).await,
+            Some(config) => run_leading(client, config, controllers, shutdown).await,
+        };
+        marker.abort();
+        health.shutting_down();
+        factory.shutdown().await;
+        health_stop.cancel();
+        result
+    }
+}
+
+/// Runs the controllers until `shutdown`, or until one fails (then stops
+/// the others).
+async fn run_controllers(
+    controllers: Vec<(String, Run)>,
+    shutdown: CancellationToken,
+) -> Result<(), ManagerError> {
+    let stop = shutdown.child_token();
+    let mut running = JoinSet::new();
+    for (name, run) in controllers {
+        let token = stop.clone();
+        running.spawn(async move { (name, run(token).await) });
+    }
+    let mut first_error = None;
+    while let Some(joined) = running.join_next().await {
+        let failure = match joined {
+            Ok((_, Ok(()))) => continue,
+            Ok((name, Err(source))) => ManagerError::Controller { name, source },
+            Err(e) => ManagerError::Panicked(e.to_string()),
+        };
+        tracing::error!(error = %failure, "a controller failed: stopping the others");
+        stop.cancel();
+        first_error.get_or_insert(failure);
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Competes for the Lease; runs the controllers while leading.
+async fn run_leading(
+    client: Client,
+    config: LeaderElectionConfig,
+    controllers: Vec<(String, Run)>,
+    shutdown: CancellationToken,
+) -> Result<(), ManagerError> {
+    let elector = Arc::new(LeaderElector::new(client, config)?);
+    let mut leading = elector.subscribe();
+    let elector_stop = CancellationToken::new();
+    let election = tokio::spawn({
+        let (elector, stop) = (Arc::clone(&elector), elector_stop.clone());
+        async move { elector.run(stop).await }
+    });
+    // standby until leading, shutdown, or the election ends
+    let won = tokio::select! {
+        () = shutdown.cancelled() => false,
+        changed = leading.wait_for(|l| *l) => changed.is_ok(),
+    };
+    let controllers_stop = shutdown.child_token();
+    let mut result = Ok(());
+    if won {
+        tracing::info!(identity = %elector.identity(), "leading: starting the controllers");
+        let lost = controllers_stop.clone();
+        let mut watch_lost = elector.subscribe();
+        let lost_watch = tokio::spawn(async move {
+            // leadership lost: the controllers stop writing at once
+            if watch_lost.wait_for(|l| !*l).await.is_ok() {
+                lost.cancel();
+            }
+        });
+        result = run_controllers(controllers, controllers_stop).await;
+        lost_watch.abort();
+    }
+    // the controllers have stopped writing: now the Lease may go
+    elector_stop.cancel();
+    let elected = match election.await {
+        Ok(r) => r,
+        Err(e) => Err(LeaderElectionError::Config(format!(
+            "leader election task: {e}"
+        ))),
+    };
+    result.and(elected.map_err(ManagerError::from))
+}
