@@ -88,6 +88,27 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Drops empty `metadata.finalizers`, `ownerReferences`, `labels` and
+/// `annotations`, as kube-apiserver's Go types (`omitempty`) never store
+/// nor return them.
+pub(crate) fn drop_empty_lists(obj: &mut Value) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    meta.retain(|field, value| {
+        let listy = matches!(
+            field.as_str(),
+            "finalizers" | "ownerReferences" | "labels" | "annotations"
+        );
+        let empty = match value {
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            _ => false,
+        };
+        !(listy && empty)
+    });
+}
+
 /// Replaces `metadata.finalizers` (removes the field when empty).
 pub(crate) fn set_finalizers(obj: &mut Value, list: &[String]) {
     if list.is_empty() {
@@ -217,6 +238,12 @@ mod tests {
         assert_eq!(finalizers(&o), vec!["f".to_owned()]);
         set_finalizers(&mut o, &[]);
         assert!(metadata(&o).is_some_and(|m| !m.contains_key("finalizers")));
+        let mut o = json!({"metadata": {"name": "a", "finalizers": [], "labels": {}, "annotations": {"k": "v"}, "ownerReferences": []}});
+        drop_empty_lists(&mut o);
+        assert_eq!(
+            o,
+            json!({"metadata": {"name": "a", "annotations": {"k": "v"}}})
+        );
         let mut s = json!("not an object");
         set_meta_str(&mut s, "name", "b");
         assert_eq!(name(&s), "b");

@@ -80,6 +80,7 @@ fn default_and_validate(
     opts: &WriteOptions,
 ) -> Result<Vec<String>, StatusError> {
     strategy::default_object(info, obj)?;
+    meta::drop_empty_lists(obj);
     let mut errs = Vec::new();
     if old.is_none() {
         strategy::validate_name(info, meta::name(obj), &mut errs);
