@@ -521,7 +521,7 @@ impl InformerFactory {
         K: TypedResource + DeserializeOwned,
     {
         let resource = K::api_resource();
-        self.get_or_create(&resource, scope, |client, ns| match ns {
+        self.get_or_create(&resource, scope, false, |client, ns| match ns {
             Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
             _ => Api::<K>::all(client),
         })
@@ -550,7 +550,7 @@ impl InformerFactory {
         PartialObjectMetadata<K>: TypedResource,
     {
         let resource = K::api_resource();
-        self.get_or_create(&resource, scope, |client, ns| {
+        self.get_or_create(&resource, scope, true, |client, ns| {
             match ns {
                 Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
                 _ => Api::<K>::all(client),
@@ -574,7 +574,7 @@ impl InformerFactory {
         resource: &ApiResource,
         scope: InformerScope,
     ) -> Arc<SharedIndexInformer<DynamicObject>> {
-        self.get_or_create(resource, scope, |client, ns| match ns {
+        self.get_or_create(resource, scope, false, |client, ns| match ns {
             Some(ns) if resource.namespaced => Api::namespaced_with(client, ns, resource),
             _ => Api::all_with(client, resource),
         })
@@ -602,17 +602,19 @@ impl InformerFactory {
         }
     }
 
+    /// The informer of `K` in `scope` (metadata only or not), created with
+    /// the lister-watcher `api` builds on first use.
     fn get_or_create<K>(
         &self,
         resource: &ApiResource,
         scope: InformerScope,
-        api: impl Fn(Client, Option<&str>) -> Api<K>,
+        metadata_only: bool,
+        api: impl FnOnce(Client, Option<&str>) -> Api<K>,
     ) -> Arc<SharedIndexInformer<K>>
     where
         K: Object + DeserializeOwned,
         Api<K>: ListerWatcher<K>,
     {
-        let metadata_only = api(self.client.clone(), None).is_metadata_only();
         let key = Self::key::<K>(resource, &scope, metadata_only);
         let mut st = self.state.lock();
         if let Some(existing) = st.informers.get(&key) {

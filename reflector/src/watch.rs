@@ -45,7 +45,6 @@ where
                 None => match self.start_watch().await {
                     Ok(stream) => stream,
                     Err(e) => {
-                        self.watch_ended_by(e.restart_cause());
                         self.recover(e, &mut bad_in_a_row).await?;
                         continue;
                     }
@@ -60,7 +59,6 @@ where
             }
             match ended {
                 Ok(()) if events == 0 && elapsed < SHORT_WATCH && !continued => {
-                    self.watch_ended_by(RestartCause::ShortWatch);
                     self.recover(ReflectorError::ShortWatch(elapsed), &mut bad_in_a_row)
                         .await?;
                 }
@@ -68,21 +66,20 @@ where
                     self.watch_ended_by(RestartCause::Closed);
                     tracing::trace!(reflector = %self.config.name, events, "watch ended; watching again");
                 }
-                Err(e) => {
-                    self.watch_ended_by(e.restart_cause());
-                    self.recover(e, &mut bad_in_a_row).await?;
-                }
+                Err(e) => self.recover(e, &mut bad_in_a_row).await?,
             }
         }
     }
 
-    /// Backs off for a failure that allows watching again (RF4, RF7), or
-    /// returns it when a relist is needed.
+    /// Records what ended the watch, then backs off for a failure that
+    /// allows watching again (RF4, RF7), or returns it when a relist is
+    /// needed.
     async fn recover(
         &self,
         error: ReflectorError,
         bad_in_a_row: &mut u32,
     ) -> Result<(), ReflectorError> {
+        self.watch_ended_by(error.restart_cause());
         match error.watch_recovery() {
             Recovery::Relist => return Err(error),
             Recovery::Rewatch => {}
