@@ -292,3 +292,108 @@ async fn kubectl_drives_the_server() {
         .await
     );
 }
+
+/// kubectl's typed clients send built-in objects as protobuf (create) and
+/// read them back as protobuf; scale and rollout go through JSON and the
+/// watch. Skipped when no kubectl is on PATH.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
+    let Some(bin) = kubectl_path() else {
+        println!("kubectl not found on PATH: the kubectl protobuf test was skipped");
+        return;
+    };
+    let s = TestServer::builder().tls(true).start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = home.path().join("kubeconfig");
+    s.write_kubeconfig(&kubeconfig).unwrap();
+    let k = Kubectl {
+        bin,
+        home,
+        kubeconfig,
+    };
+    tokio::task::block_in_place(|| {
+        // create deployment: a protobuf body and a protobuf answer
+        let (ok, out, err) = k.run(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+            "--port=80",
+            "-v=8",
+        ]);
+        assert!(ok, "{out}\n{err}");
+        assert!(out.contains("deployment.apps/web created"), "{out}");
+        assert!(
+            err.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+            "kubectl did not send protobuf:\n{err}"
+        );
+        assert!(err.contains("201 Created"), "{err}");
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        let v = d.value();
+        assert_eq!(v["spec"]["replicas"], 2);
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx"
+        );
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"],
+            80
+        );
+        assert_eq!(v["spec"]["strategy"]["type"], "RollingUpdate");
+
+        assert!(k
+            .ok(&["create", "configmap", "c1", "--from-literal=a=b"])
+            .contains("configmap/c1 created"));
+        let cm = s.objects().get("configmaps", "default", "c1").unwrap();
+        assert_eq!(cm.value()["data"]["a"], "b");
+        assert!(k
+            .ok(&["create", "secret", "generic", "s1", "--from-literal=p=q"])
+            .contains("secret/s1 created"));
+        let secret = s.objects().get("secrets", "default", "s1").unwrap();
+        assert_eq!(secret.value()["data"]["p"], "cQ==");
+        assert!(k
+            .ok(&["create", "namespace", "team-a"])
+            .contains("namespace/team-a created"));
+        // the same name again: the AlreadyExists Status is read from protobuf
+        let (ok, _, err) = k.run(&["create", "configmap", "c1"]);
+        assert!(!ok);
+        assert!(err.contains("configmaps \"c1\" already exists"), "{err}");
+
+        let yaml = k.ok(&["get", "deployment", "web", "-o", "yaml"]);
+        assert!(
+            yaml.contains("image: nginx") && yaml.contains("replicas: 2"),
+            "{yaml}"
+        );
+        // no zero-valued Go fields that protobuf always carries
+        assert!(!yaml.contains("minReadySeconds: 0"), "{yaml}");
+
+        assert!(k
+            .ok(&["scale", "deployment", "web", "--replicas=3"])
+            .contains("deployment.apps/web scaled"));
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert_eq!(d.value()["spec"]["replicas"], 3);
+        assert!(k
+            .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
+            .contains("successfully rolled out"));
+        assert!(k
+            .ok(&["rollout", "restart", "deployment", "web"])
+            .contains("deployment.apps/web restarted"));
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert!(d.value()["spec"]["template"]["metadata"]["annotations"]
+            .get("kubectl.kubernetes.io/restartedAt")
+            .is_some());
+        assert!(k
+            .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
+            .contains("successfully rolled out"));
+    });
+}

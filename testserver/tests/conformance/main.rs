@@ -17,6 +17,7 @@ mod faults;
 mod kubectl;
 mod lifecycle;
 mod lists;
+mod protobuf;
 mod python;
 mod scale;
 mod security;
