@@ -1,5 +1,6 @@
 //! kube-apiserver's protobuf encoding (`application/vnd.kubernetes.protobuf`)
-//! for the built-in kinds the server has: the `k8s\0` + `runtime.Unknown`
+//! for the built-in kinds the server has (Deployment, ReplicaSet, ConfigMap,
+//! Secret, Namespace, autoscaling/v1 Scale): the `k8s\0` + `runtime.Unknown`
 //! envelope, lists, Status, and watch frames.
 //!
 //! The server stores JSON; the messages come from the `k8s-pb` crate. Each
@@ -339,6 +340,7 @@ fn codec(api_version: &str, kind: &str) -> Option<Codec> {
     use k8s_pb::api::{apps::v1 as apps, autoscaling::v1 as autoscaling, core::v1 as core};
     match (api_version, kind) {
         ("apps/v1", "Deployment") => c!(apps::Deployment),
+        ("apps/v1", "ReplicaSet") => c!(apps::ReplicaSet),
         ("v1", "ConfigMap") => c!(core::ConfigMap),
         ("v1", "Secret") => c!(core::Secret),
         ("v1", "Namespace") => c!(core::Namespace),

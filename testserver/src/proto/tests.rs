@@ -308,6 +308,34 @@ fn core_kinds_round_trip() {
         }),
     };
     round_trip("autoscaling/v1", "Scale", &scale);
+    let d = deployment();
+    let spec = d.spec.unwrap_or_default();
+    let rs = apps::ReplicaSet {
+        metadata: Some(object_meta()),
+        spec: Some(apps::ReplicaSetSpec {
+            replicas: Some(0),
+            min_ready_seconds: Some(3),
+            selector: spec.selector,
+            template: spec.template,
+        }),
+        status: Some(apps::ReplicaSetStatus {
+            replicas: Some(2),
+            fully_labeled_replicas: Some(2),
+            ready_replicas: Some(1),
+            available_replicas: Some(1),
+            terminating_replicas: Some(0),
+            observed_generation: Some(4),
+            conditions: vec![apps::ReplicaSetCondition {
+                r#type: s("ReplicaFailure"),
+                status: s("False"),
+                last_transition_time: time(1_764_000_000),
+                reason: s("r"),
+                message: s("m"),
+            }],
+        }),
+    };
+    let json = round_trip("apps/v1", "ReplicaSet", &rs);
+    assert_eq!(json["spec"]["replicas"], 0);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The JSON mapping of each protobuf message the server converts: the
-//! built-in kinds it serves (Deployment, ConfigMap, Secret, Namespace,
+//! built-in kinds it serves (Deployment, ReplicaSet, ConfigMap, Secret, Namespace,
 //! autoscaling/v1 Scale), the `meta/v1` types they use, and Status.
 
 use super::{invalid, message, Convert, ProtoError};
@@ -404,4 +404,35 @@ message!(top metav1::DeleteOptions {
 message!(nested metav1::Preconditions {
     uid: "uid" => auto,
     resource_version: "resourceVersion" => auto,
+});
+
+message!(top apps::ReplicaSet {
+    metadata: "metadata" => auto,
+    spec: "spec" => auto,
+    status: "status" => auto,
+});
+
+message!(nested apps::ReplicaSetSpec {
+    replicas: "replicas" => auto,
+    min_ready_seconds: "minReadySeconds" => zero,
+    selector: "selector" => auto,
+    template: "template" => auto,
+});
+
+message!(nested apps::ReplicaSetStatus {
+    replicas: "replicas" => auto,
+    fully_labeled_replicas: "fullyLabeledReplicas" => zero,
+    ready_replicas: "readyReplicas" => zero,
+    available_replicas: "availableReplicas" => zero,
+    terminating_replicas: "terminatingReplicas" => auto,
+    observed_generation: "observedGeneration" => zero,
+    conditions: "conditions" => auto,
+});
+
+message!(nested apps::ReplicaSetCondition {
+    r#type: "type" => auto,
+    status: "status" => auto,
+    last_transition_time: "lastTransitionTime" => auto,
+    reason: "reason" => auto,
+    message: "message" => auto,
 });

@@ -294,8 +294,9 @@ async fn kubectl_drives_the_server() {
 }
 
 /// kubectl's typed clients send built-in objects as protobuf (create) and
-/// read them back as protobuf; scale and rollout go through JSON and the
-/// watch. Skipped when no kubectl is on PATH.
+/// read them back as protobuf (create, rollout history and undo); scale,
+/// rollout status and restart go through JSON and the watch. Skipped when
+/// no kubectl is on PATH.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
     let Some(bin) = kubectl_path() else {
@@ -395,5 +396,87 @@ async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
         assert!(k
             .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
             .contains("successfully rolled out"));
+
+        // history and undo read the ReplicaSets (as protobuf lists) that
+        // the Deployment simulator keeps per template revision
+        let revision = || {
+            s.objects()
+                .get("deployments.apps", "default", "web")
+                .and_then(|d| {
+                    d.value()["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                        .as_str()
+                        .map(str::to_owned)
+                })
+        };
+        let wait_revision = |want: &str| {
+            let deadline = Instant::now() + WAIT;
+            while revision().as_deref() != Some(want) {
+                assert!(
+                    Instant::now() < deadline,
+                    "revision {want} never came: {:?}",
+                    revision()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // the restart made revision 2
+        wait_revision("2");
+        k.ok(&["set", "image", "deployment/web", "nginx=nginx:1.27"]);
+        wait_revision("3");
+        let (ok, history, err) = k.run(&["rollout", "history", "deployment", "web", "-v=8"]);
+        assert!(
+            ok,
+            "{history}
+{err}"
+        );
+        assert!(
+            err.contains("replicasets?labelSelector=app%3Dweb")
+                && err.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+            "{err}"
+        );
+        let revisions: Vec<&str> = history
+            .lines()
+            .skip_while(|l| !l.starts_with("REVISION"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(revisions, ["1", "2", "3"], "{history}");
+        assert!(k
+            .ok(&["rollout", "history", "deployment", "web", "--revision=3"])
+            .contains("nginx:1.27"));
+        assert!(k
+            .ok(&["rollout", "undo", "deployment", "web"])
+            .contains("deployment.apps/web rolled back"));
+        // the template of revision 2 is back, as revision 4
+        wait_revision("4");
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert_eq!(
+            d.value()["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx"
+        );
+        let history = k.ok(&["rollout", "history", "deployment", "web"]);
+        let revisions: Vec<&str> = history
+            .lines()
+            .skip_while(|l| !l.starts_with("REVISION"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(revisions, ["1", "3", "4"], "{history}");
+        assert!(k
+            .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
+            .contains("successfully rolled out"));
+        // the old ReplicaSet holds no replicas, the restored one all three
+        let rs = k.ok(&[
+            "get",
+            "replicasets",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.replicas} {end}",
+        ]);
+        let mut counts: Vec<&str> = rs.split_whitespace().collect();
+        counts.sort_unstable();
+        assert_eq!(counts, ["0", "0", "3"], "{rs}");
     });
 }

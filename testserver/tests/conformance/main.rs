@@ -19,6 +19,7 @@ mod lifecycle;
 mod lists;
 mod protobuf;
 mod python;
+mod replicasets;
 mod scale;
 mod security;
 mod stress;
