@@ -209,14 +209,16 @@ fn new_replica_set(d: &Value, hash: &str, rev: i64) -> Value {
 /// controller does: the current template's holds the replicas and the
 /// newest revision (an older one brought back by `rollout undo` gets a new
 /// revision), the others are scaled to zero and pruned to
-/// `revisionHistoryLimit`; the Deployment carries its revision annotation.
-fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<(), StatusError> {
+/// `revisionHistoryLimit`. Returns the current revision, which the caller
+/// writes into the Deployment's annotation with its status (one write, as
+/// before ReplicaSets existed, so informers see no extra event).
+fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<Option<i64>, StatusError> {
     let d_info = crate::builtin::deployments();
     let rs_info = crate::builtin::replicasets();
     let d = core.get(&d_info, namespace, name)?;
     let d = d.value();
     if meta::is_deleting(d) {
-        return Ok(());
+        return Ok(None);
     }
     let uid = meta::meta_str(d, "uid");
     let store = core.resource_store(&rs_info);
@@ -290,27 +292,17 @@ fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<(), Sta
             core.update(&rs_info, namespace, rs_name, new, Subresource::Main, &opts)?;
         }
     }
-    if revision(d) != current_rev {
-        let patch = json!({"metadata": {"annotations": {REVISION: current_rev.to_string()}}});
-        core.patch(
-            &d_info,
-            namespace,
-            name,
-            crate::patch::PatchType::Merge,
-            patch.to_string().as_bytes(),
-            Subresource::Main,
-            &opts,
-        )?;
-    }
-    Ok(())
+    Ok(Some(current_rev))
 }
 
 /// Writes the ReplicaSets of the Deployment's revisions, and the
-/// finished-rollout status if the Deployment does not show it.
+/// finished-rollout status and the revision annotation if the Deployment
+/// does not show them.
 pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
-    if let Err(e) = sync_replica_sets(core, namespace, name) {
+    let current_rev = sync_replica_sets(core, namespace, name).unwrap_or_else(|e| {
         tracing::debug!(error = %e, namespace, name, "deployment simulator: replica sets");
-    }
+        None
+    });
     let info = crate::builtin::deployments();
     let rs = core.resource_store(&info);
     let key = format!("{namespace}/{name}");
@@ -325,12 +317,21 @@ pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
     } else {
         unavailable_status(cur.value())
     };
-    if same_except_times(&status, &previous) {
+    let revision_changed = current_rev.is_some_and(|r| r != revision(cur.value()));
+    if same_except_times(&status, &previous) && !revision_changed {
         return;
     }
     let mut new = cur.value().clone();
     if let Some(m) = new.as_object_mut() {
         m.insert("status".into(), status);
+    }
+    if let (Some(r), true) = (current_rev, revision_changed) {
+        meta::ensure_object(
+            meta::metadata_mut(&mut new)
+                .entry("annotations")
+                .or_insert(Value::Null),
+        )
+        .insert(REVISION.into(), json!(r.to_string()));
     }
     let writer = crate::fields::Writer {
         manager: "kube-controller-manager",
