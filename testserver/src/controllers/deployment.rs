@@ -292,6 +292,36 @@ fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<Option<
             core.update(&rs_info, namespace, rs_name, new, Subresource::Main, &opts)?;
         }
     }
+    // each ReplicaSet reports its replicas (ready when nodes are)
+    let ready = core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst);
+    for key in store.keys_with_prefix(&format!("{namespace}/")) {
+        let Some(obj) = store.get(&key) else { continue };
+        let v = obj.value();
+        if !controlled_by(v, uid) || meta::is_deleting(v) {
+            continue;
+        }
+        let n = v["spec"]["replicas"].as_i64().unwrap_or(1);
+        let mut status = json!({"replicas": n, "observedGeneration": meta::generation(v)});
+        if n > 0 {
+            status["fullyLabeledReplicas"] = json!(n);
+            if ready {
+                status["readyReplicas"] = json!(n);
+                status["availableReplicas"] = json!(n);
+            }
+        }
+        if v["status"] != status {
+            let mut new = v.clone();
+            new["status"] = status;
+            core.update(
+                &rs_info,
+                namespace,
+                meta::name(v),
+                new,
+                Subresource::Status,
+                &opts,
+            )?;
+        }
+    }
     Ok(Some(current_rev))
 }
 
