@@ -95,6 +95,13 @@ async fn one_replica_set_per_template_revision() {
         rs["spec"]["selector"]["matchLabels"]["pod-template-hash"],
         hash
     );
+    // its status reports the replicas (the cluster has ready nodes)
+    let available = eventually(|| async {
+        let rs = &c.get(RS).await.json()["items"][0];
+        rs["status"]["replicas"] == 2 && rs["status"]["availableReplicas"] == 2
+    })
+    .await;
+    assert!(available, "{}", c.get(RS).await.json());
 
     set_image(&c, "b").await;
     wait_for(&c, &[(1, 0, "a"), (2, 2, "b")]).await;
