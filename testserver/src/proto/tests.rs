@@ -469,3 +469,29 @@ fn malformed_input_is_an_error() {
         Err(ProtoError::Invalid { field, .. }) if field == "spec.replicas"
     ));
 }
+
+proptest::proptest! {
+    /// Outside input never panics: any bytes in a Deployment envelope
+    /// either convert or give an error, and what converts encodes again.
+    #[test]
+    fn arbitrary_bodies_never_panic(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+        for kind in ["Deployment", "Secret", "Status"] {
+            let api_version = if kind == "Deployment" { "apps/v1" } else { "v1" };
+            if let Ok(json) = decode_object(&envelope(api_version, kind, raw.clone())) {
+                let _ = encode_object(&json);
+            }
+        }
+    }
+
+    /// Any time a protobuf client sends converts without panicking.
+    #[test]
+    fn any_time_converts(seconds in proptest::prelude::any::<i64>()) {
+        let cm = core::ConfigMap {
+            metadata: Some(metav1::ObjectMeta { creation_timestamp: time(seconds), ..Default::default() }),
+            ..Default::default()
+        };
+        if let Ok(json) = decode_object(&envelope("v1", "ConfigMap", cm.encode_to_vec())) {
+            let _ = encode_object(&json);
+        }
+    }
+}
