@@ -4,7 +4,9 @@
 //! BOOKMARK annotated `k8s.io/initial-events-end` follows them); selectors
 //! (objects leaving the selection are DELETED), periodic bookmarks and one
 //! shortly before `timeoutSeconds` ends; faults. Each watcher reads the
-//! shared history with its own cursor and sends the pre-encoded frames.
+//! shared history with its own cursor and sends the pre-encoded frames
+//! (JSON lines; for protobuf, length-prefixed WatchEvents encoded per
+//! watcher).
 
 use super::body::ChannelBody;
 use super::list::{parse_rv, wait_for_rv, Rv};

@@ -470,6 +470,26 @@ async fn protobuf_watch_frames_carry_enveloped_objects() {
             break;
         }
     }
+    // an object protobuf cannot carry (stored through JSON): an ERROR
+    // event naming the field
+    let probed = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "probed"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+            "metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "affinity": {}}}}});
+    assert_eq!(c.post(DEPLOYMENTS, &probed).await.status, 201);
+    loop {
+        let ev = next(&mut w).await;
+        if ev.r#type.as_deref() == Some("ERROR") {
+            let (_, status): (_, metav1::Status) = open(&ev.object.unwrap().raw.unwrap());
+            assert_eq!(status.code, Some(500));
+            assert!(status
+                .message
+                .unwrap_or_default()
+                .contains("spec.template.spec.affinity"));
+            break;
+        }
+    }
     // a delete
     assert_eq!(
         c.delete(&format!("{DEPLOYMENTS}/web"), None).await.status,
