@@ -229,6 +229,47 @@ pub(crate) fn deployments() -> ResourceInfo {
     r
 }
 
+/// `replicasets` (apps/v1): written by the Deployment simulator, one per
+/// template revision, for `kubectl rollout history` and `undo`.
+pub(crate) fn replicasets() -> ResourceInfo {
+    let mut r = base(&Spec {
+        group: "apps",
+        version: "v1",
+        resource: "replicasets",
+        kind: "ReplicaSet",
+        namespaced: true,
+        short: &["rs"],
+        openapi: "io.k8s.api.apps.v1.ReplicaSet",
+    });
+    r.categories = vec!["all".into()];
+    r.status_subresource = true;
+    r.tracks_generation = true;
+    r.printer_columns = vec![
+        col(
+            "Desired",
+            "integer",
+            ".spec.replicas",
+            "Number of desired pods",
+            0,
+        ),
+        col(
+            "Current",
+            "integer",
+            ".status.replicas",
+            "Number of actual pods",
+            0,
+        ),
+        col(
+            "Ready",
+            "integer",
+            ".status.readyReplicas",
+            "Number of ready pods",
+            0,
+        ),
+    ];
+    r
+}
+
 /// `leases` (coordination.k8s.io/v1).
 pub(crate) fn leases() -> ResourceInfo {
     let mut r = base(&Spec {
@@ -284,6 +325,7 @@ pub(crate) fn all() -> Vec<ResourceInfo> {
         secrets(),
         events(),
         deployments(),
+        replicasets(),
         events_v1(),
         leases(),
         customresourcedefinitions(),

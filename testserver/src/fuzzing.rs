@@ -37,8 +37,9 @@ pub fn parse_request(method: &[u8], target: &str, content_type: &str, body: &[u8
     if let Some(p) = q.get("propagationPolicy") {
         count(Propagation::parse(p).is_ok());
     }
-    count(negotiate::output(Some(content_type)).is_ok());
+    count(negotiate::output(Some(content_type), true).is_ok());
     count(negotiate::decode_body(Some(content_type), body).is_ok());
+    count(crate::proto::decode_object(body).is_ok());
     let decoded: Option<Value> = serde_json::from_slice(body)
         .ok()
         .or_else(|| serde_yaml::from_slice(body).ok());

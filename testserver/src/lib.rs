@@ -61,6 +61,7 @@ mod meta;
 mod metrics;
 mod objects;
 mod patch;
+mod proto;
 mod registry;
 mod resource;
 mod rest;

@@ -197,6 +197,8 @@ mod tests {
         assert_eq!(r.groups().first().map(|g| g.name.as_str()), Some(""));
         r.unregister("apps", "deployments");
         assert!(r.get("apps", "v1", "deployments").is_none());
+        assert!(r.groups().iter().any(|g| g.name == "apps"));
+        r.unregister("apps", "replicasets");
         assert!(!r.groups().iter().any(|g| g.name == "apps"));
     }
 }

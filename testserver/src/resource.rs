@@ -91,6 +91,12 @@ impl ResourceInfo {
         GroupResource::new(&self.group, &self.resource)
     }
 
+    /// Whether objects of this resource have a protobuf encoding (the
+    /// built-in kinds the protobuf module maps; never a custom resource).
+    pub(crate) fn protobuf(&self) -> bool {
+        self.crd_name.is_none() && crate::proto::supports(&self.api_version(), &self.kind)
+    }
+
     /// `apiVersion` of objects served at this version.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

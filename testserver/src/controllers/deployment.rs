@@ -7,7 +7,8 @@
 //! every replica unavailable.
 
 use crate::meta;
-use crate::rest::Core;
+use crate::rest::{Core, DeleteOptions, Subresource, WriteOptions};
+use crate::status::StatusError;
 use crate::timeutil;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -80,12 +81,49 @@ pub(crate) fn desired_status(obj: &Value, previous: &Value) -> Value {
     status
 }
 
+/// The template as a canonical string: keys sorted, nulls dropped (a
+/// template sent back by `kubectl rollout undo` carries
+/// `creationTimestamp: null`, and must hash as the revision it restores).
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m
+                .iter()
+                .filter(|(_, x)| !x.is_null())
+                .map(|(k, _)| k)
+                .collect();
+            keys.sort();
+            out.push('{');
+            for k in keys {
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+                out.push(',');
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for x in a {
+                canonical(x, out);
+                out.push(',');
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
 fn template_hash(obj: &Value) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    obj["spec"]["template"].to_string().hash(&mut h);
+    let mut text = String::new();
+    canonical(&obj["spec"]["template"], &mut text);
+    // FNV-1a: stable across runs and Rust versions
+    let mut n: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        n ^= u64::from(b);
+        n = n.wrapping_mul(0x0100_0000_01b3);
+    }
     let alphabet = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut n = h.finish();
     (0..10)
         .map(|_| {
             let i = usize::try_from(n % alphabet.len() as u64).unwrap_or(0);
@@ -111,8 +149,193 @@ fn same_except_times(a: &Value, b: &Value) -> bool {
     strip(a) == strip(b)
 }
 
-/// Writes the finished-rollout status if the Deployment does not show it.
+/// The annotation carrying a revision, on Deployments and ReplicaSets.
+const REVISION: &str = "deployment.kubernetes.io/revision";
+/// The label a ReplicaSet adds to its selector and template.
+const HASH_LABEL: &str = "pod-template-hash";
+
+fn revision(obj: &Value) -> i64 {
+    obj["metadata"]["annotations"][REVISION]
+        .as_str()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn controlled_by(obj: &Value, uid: &str) -> bool {
+    meta::owner_refs(obj)
+        .iter()
+        .any(|r| r["uid"] == uid && r["controller"] == true)
+}
+
+/// The ReplicaSet of `d`'s current template, as kube-controller-manager
+/// creates it.
+fn new_replica_set(d: &Value, hash: &str, rev: i64) -> Value {
+    let name = meta::name(d);
+    let mut annotations: serde_json::Map<String, Value> = meta::annotations(d)
+        .into_iter()
+        .filter(|(k, _)| k != "kubectl.kubernetes.io/last-applied-configuration")
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    annotations.insert(REVISION.into(), json!(rev.to_string()));
+    let mut template = d["spec"]["template"].clone();
+    let labels = meta::ensure_object(
+        meta::metadata_mut(&mut template)
+            .entry("labels")
+            .or_insert(Value::Null),
+    );
+    labels.insert(HASH_LABEL.into(), json!(hash));
+    let rs_labels = labels.clone();
+    let mut selector = d["spec"]["selector"].clone();
+    meta::ensure_object(
+        meta::ensure_object(&mut selector)
+            .entry("matchLabels")
+            .or_insert(Value::Null),
+    )
+    .insert(HASH_LABEL.into(), json!(hash));
+    json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {
+            "name": format!("{name}-{hash}"),
+            "labels": rs_labels,
+            "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                "uid": meta::meta_str(d, "uid"), "controller": true, "blockOwnerDeletion": true}]
+        },
+        "spec": {"replicas": d["spec"]["replicas"].clone(), "selector": selector, "template": template}
+    })
+}
+
+/// Keeps one ReplicaSet per template revision, as the Deployment
+/// controller does: the current template's holds the replicas and the
+/// newest revision (an older one brought back by `rollout undo` gets a new
+/// revision), the others are scaled to zero and pruned to
+/// `revisionHistoryLimit`. Returns the current revision, which the caller
+/// writes into the Deployment's annotation with its status (one write, as
+/// before ReplicaSets existed, so informers see no extra event).
+fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<Option<i64>, StatusError> {
+    let d_info = crate::builtin::deployments();
+    let rs_info = crate::builtin::replicasets();
+    let d = core.get(&d_info, namespace, name)?;
+    let d = d.value();
+    if meta::is_deleting(d) {
+        return Ok(None);
+    }
+    let uid = meta::meta_str(d, "uid");
+    let store = core.resource_store(&rs_info);
+    // the Deployment's ReplicaSets, from the owner index (not a scan of
+    // the namespace: a bench's 10,000 Deployments must not cost n²)
+    let rs_key = rs_info.group_resource();
+    let owned_now = || -> Vec<Value> {
+        core.store
+            .dependents_of(uid)
+            .into_iter()
+            .filter(|(key, _)| *key == rs_key)
+            .filter_map(|(_, objkey)| store.get(&objkey))
+            .map(|o| o.value().clone())
+            .filter(|v| controlled_by(v, uid) && !meta::is_deleting(v))
+            .collect()
+    };
+    let mut owned = owned_now();
+    owned.sort_by_key(revision);
+    let hash = template_hash(d);
+    let current_name = format!("{name}-{hash}");
+    let max_rev = owned.iter().map(revision).max().unwrap_or(0);
+    let replicas = d["spec"]["replicas"].clone();
+    let opts = WriteOptions {
+        field_manager: Some("kube-controller-manager".into()),
+        ..WriteOptions::default()
+    };
+    let current_rev = match owned.iter().find(|v| meta::name(v) == current_name) {
+        None => {
+            core.create(
+                &rs_info,
+                namespace,
+                new_replica_set(d, &hash, max_rev + 1),
+                &opts,
+            )?;
+            max_rev + 1
+        }
+        Some(cur) => {
+            let rev = if revision(cur) == max_rev {
+                max_rev
+            } else {
+                max_rev + 1
+            };
+            if rev != revision(cur) || cur["spec"]["replicas"] != replicas {
+                let mut new = cur.clone();
+                new["spec"]["replicas"] = replicas.clone();
+                meta::ensure_object(
+                    meta::metadata_mut(&mut new)
+                        .entry("annotations")
+                        .or_insert(Value::Null),
+                )
+                .insert(REVISION.into(), json!(rev.to_string()));
+                core.update(
+                    &rs_info,
+                    namespace,
+                    &current_name,
+                    new,
+                    Subresource::Main,
+                    &opts,
+                )?;
+            }
+            rev
+        }
+    };
+    let limit =
+        usize::try_from(d["spec"]["revisionHistoryLimit"].as_i64().unwrap_or(10)).unwrap_or(0);
+    let old: Vec<&Value> = owned
+        .iter()
+        .filter(|v| meta::name(v) != current_name)
+        .collect();
+    let prune = old.len().saturating_sub(limit);
+    for (i, v) in old.iter().enumerate() {
+        let rs_name = meta::name(v);
+        if i < prune {
+            let _ = core.delete(&rs_info, namespace, rs_name, &DeleteOptions::default());
+        } else if v["spec"]["replicas"] != 0 {
+            let mut new = (*v).clone();
+            new["spec"]["replicas"] = json!(0);
+            core.update(&rs_info, namespace, rs_name, new, Subresource::Main, &opts)?;
+        }
+    }
+    // each ReplicaSet reports its replicas (ready when nodes are)
+    let ready = core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst);
+    for v in owned_now() {
+        let v = &v;
+        let n = v["spec"]["replicas"].as_i64().unwrap_or(1);
+        let mut status = json!({"replicas": n, "observedGeneration": meta::generation(v)});
+        if n > 0 {
+            status["fullyLabeledReplicas"] = json!(n);
+            if ready {
+                status["readyReplicas"] = json!(n);
+                status["availableReplicas"] = json!(n);
+            }
+        }
+        if v["status"] != status {
+            let mut new = v.clone();
+            new["status"] = status;
+            core.update(
+                &rs_info,
+                namespace,
+                meta::name(v),
+                new,
+                Subresource::Status,
+                &opts,
+            )?;
+        }
+    }
+    Ok(Some(current_rev))
+}
+
+/// Writes the ReplicaSets of the Deployment's revisions, and the
+/// finished-rollout status and the revision annotation if the Deployment
+/// does not show them.
 pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
+    let current_rev = sync_replica_sets(core, namespace, name).unwrap_or_else(|e| {
+        tracing::debug!(error = %e, namespace, name, "deployment simulator: replica sets");
+        None
+    });
     let info = crate::builtin::deployments();
     let rs = core.resource_store(&info);
     let key = format!("{namespace}/{name}");
@@ -127,12 +350,21 @@ pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
     } else {
         unavailable_status(cur.value())
     };
-    if same_except_times(&status, &previous) {
+    let revision_changed = current_rev.is_some_and(|r| r != revision(cur.value()));
+    if same_except_times(&status, &previous) && !revision_changed {
         return;
     }
     let mut new = cur.value().clone();
     if let Some(m) = new.as_object_mut() {
         m.insert("status".into(), status);
+    }
+    if let (Some(r), true) = (current_rev, revision_changed) {
+        meta::ensure_object(
+            meta::metadata_mut(&mut new)
+                .entry("annotations")
+                .or_insert(Value::Null),
+        )
+        .insert(REVISION.into(), json!(r.to_string()));
     }
     let writer = crate::fields::Writer {
         manager: "kube-controller-manager",

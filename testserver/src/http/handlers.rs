@@ -156,7 +156,7 @@ pub(crate) async fn resource(
     if sub == Subresource::Status && !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch) {
         return Err(StatusError::method_not_allowed());
     }
-    let output = negotiate::output(header(parts, http::header::ACCEPT))?;
+    let output = negotiate::output(header(parts, http::header::ACCEPT), info.protobuf())?;
     let ns = namespace.unwrap_or("");
     match (req.verb, name) {
         (Verb::Get, Some(name)) => {
@@ -236,7 +236,8 @@ async fn scale(
     let (Some(ns), Some(name)) = (req.namespace.as_deref(), req.name.as_deref()) else {
         return Err(StatusError::route_not_found());
     };
-    let output = negotiate::output(header(parts, http::header::ACCEPT))?;
+    // autoscaling/v1 Scale has a protobuf encoding
+    let output = negotiate::output(header(parts, http::header::ACCEPT), true)?;
     let scale = match req.verb {
         Verb::Get => state.core.get_scale(info, ns, name)?,
         Verb::Update => {
@@ -262,10 +263,7 @@ async fn scale(
         }
         _ => return Err(StatusError::method_not_allowed()),
     };
-    let (bytes, ct) = match output {
-        negotiate::Output::Yaml => render::yaml(&scale)?,
-        _ => (render::json_bytes(&scale), "application/json"),
-    };
+    let (bytes, ct) = render::render_value(&scale, output)?;
     respond(200, bytes, ct, &[])
 }
 
@@ -276,6 +274,10 @@ async fn delete_options(
     let bytes = read_body(body).await?;
     let mut opts = if bytes.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
+    } else if bytes.starts_with(b"k8s\0") {
+        // a protobuf client (kubectl's typed clients) sends DeleteOptions so
+        let v = crate::proto::decode_object(&bytes).map_err(negotiate::proto_request_error)?;
+        DeleteOptions::from_body(&v)?
     } else {
         let v: Value = serde_json::from_slice(&bytes)
             .or_else(|_| serde_yaml::from_slice(&bytes))
@@ -312,7 +314,8 @@ fn delete_response(
             details.insert("kind".into(), json!(info.resource));
             details.insert("uid".into(), json!(obj.uid()));
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details});
-            respond(200, render::json_bytes(&status), "application/json", &[])
+            let (bytes, ct) = render::render_value(&status, output)?;
+            respond(200, bytes, ct, &[])
         }
         DeleteOutcome::Deleted(obj) | DeleteOutcome::Pending(obj) => {
             let (bytes, ct) = render::render_one(info, &obj, output, IncludeObject::Metadata)?;

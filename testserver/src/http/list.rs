@@ -234,8 +234,34 @@ pub(crate) fn render_list(
     output: Output,
     include: IncludeObject,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
+    let output = match output {
+        Output::Protobuf { json_fallback } => {
+            let values: Vec<Value> = items
+                .iter()
+                .map(|o| render::object_value(info, o))
+                .collect();
+            match crate::proto::encode_list(
+                &info.api_version(),
+                &info.list_kind,
+                &list_meta,
+                &values,
+            ) {
+                Ok(b) => {
+                    return hyper::Response::builder()
+                        .status(200)
+                        .header(http::header::CONTENT_TYPE, crate::proto::MEDIA_TYPE)
+                        .body(full(b))
+                        .map_err(|e| StatusError::internal(&e.to_string()))
+                }
+                Err(_) if json_fallback => Output::Json,
+                Err(e) => return Err(super::negotiate::proto_response_error(&e)),
+            }
+        }
+        other => other,
+    };
     let (body, content_type) = match output {
-        Output::Json => {
+        // a protobuf list that needs its JSON fallback
+        Output::Json | Output::Protobuf { .. } => {
             let head = format!(
                 "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
                 info.list_kind,

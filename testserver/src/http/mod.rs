@@ -54,15 +54,23 @@ pub(crate) struct State {
 
 type Resp = hyper::Response<ResponseBody>;
 
-/// A Status error as a response.
-pub(crate) fn status_response(e: &StatusError) -> Resp {
-    let body = serde_json::to_vec(&e.to_json()).unwrap_or_default();
+/// A Status error as a response, in protobuf when `protobuf` (the
+/// request negotiated protobuf for a built-in kind).
+fn status_response(e: &StatusError, protobuf: bool) -> Resp {
+    let v = e.to_json();
+    let (body, ct) = match protobuf.then(|| crate::proto::encode_object(&v)) {
+        Some(Ok(b)) => (b, crate::proto::MEDIA_TYPE),
+        _ => (
+            serde_json::to_vec(&v).unwrap_or_default(),
+            "application/json",
+        ),
+    };
     let mut r = hyper::Response::new(full(body));
     *r.status_mut() =
         http::StatusCode::from_u16(e.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+        http::HeaderValue::from_static(ct),
     );
     if let Some(s) = e.retry_after {
         if let Ok(v) = http::HeaderValue::from_str(&s.to_string()) {
@@ -231,6 +239,33 @@ async fn route_request(
     }
 }
 
+/// Whether a request's errors are answered in protobuf: a built-in kind's
+/// resource whose `Accept` negotiates protobuf, as kube-apiserver encodes
+/// its Status errors in the negotiated encoding.
+fn wants_protobuf(state: &State, route: &Route, parts: &http::request::Parts) -> bool {
+    let Route::Resource(r) = route else {
+        return false;
+    };
+    let builtin = if r.subresource.as_deref() == Some("scale") {
+        true
+    } else {
+        state
+            .core
+            .registry
+            .get(&r.group, &r.version, &r.resource)
+            .is_some_and(|i| i.protobuf())
+    };
+    let accept = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    builtin
+        && matches!(
+            negotiate::output(accept, true),
+            Ok(negotiate::Output::Protobuf { .. })
+        )
+}
+
 /// Serves one request and records it.
 async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool) -> Resp {
     let started = Instant::now();
@@ -240,7 +275,7 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
     let route = request::route(&parts.method, parts.uri.path(), &q);
     let mut resp = match route_request(&state, &route, &parts, body, &q, cert_ok).await {
         Ok(r) => r,
-        Err(e) => status_response(&e),
+        Err(e) => status_response(&e, wants_protobuf(&state, &route, &parts)),
     };
     let headers = resp.headers_mut();
     headers.insert(

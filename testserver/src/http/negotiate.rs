@@ -1,6 +1,7 @@
 //! Content negotiation: which representation the `Accept` header asks for
-//! (plain JSON or YAML, a `meta.k8s.io` Table, PartialObjectMetadata) and
-//! how request bodies are decoded (JSON or YAML; protobuf is refused).
+//! (plain JSON, YAML or protobuf, a `meta.k8s.io` Table,
+//! PartialObjectMetadata) and how request bodies are decoded (JSON, YAML,
+//! or protobuf for the built-in kinds [`crate::proto`] maps).
 
 use crate::status::StatusError;
 use serde_json::Value;
@@ -16,6 +17,10 @@ pub(crate) enum Output {
     Table { v1beta1: bool },
     /// PartialObjectMetadata(List).
     PartialMetadata { v1beta1: bool },
+    /// `application/vnd.kubernetes.protobuf` (built-in kinds only);
+    /// `json_fallback`: the `Accept` header also lists JSON, which answers
+    /// when an object has a field the protobuf mapping does not support.
+    Protobuf { json_fallback: bool },
 }
 
 struct MediaType<'a> {
@@ -42,13 +47,27 @@ impl MediaType<'_> {
     }
 }
 
-/// Picks the first acceptable representation from an `Accept` header.
-pub(crate) fn output(accept: Option<&str>) -> Result<Output, StatusError> {
+/// Picks the first acceptable representation from an `Accept` header;
+/// protobuf only when `protobuf` (the resource is a built-in kind with a
+/// protobuf mapping), as kube-apiserver serves no protobuf for custom
+/// resources.
+pub(crate) fn output(accept: Option<&str>, protobuf: bool) -> Result<Output, StatusError> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
         return Ok(Output::Json);
     };
     for raw in accept.split(',') {
         let m = parse_media(raw);
+        if m.essence == crate::proto::MEDIA_TYPE {
+            // Table and PartialObjectMetadata are served as JSON only
+            if protobuf && m.param("as").is_none() {
+                let json_fallback = accept.split(',').any(|r| {
+                    let e = parse_media(r).essence;
+                    matches!(e.as_str(), "application/json" | "*/*" | "application/*")
+                });
+                return Ok(Output::Protobuf { json_fallback });
+            }
+            continue;
+        }
         let json_like = matches!(
             m.essence.as_str(),
             "application/json" | "*/*" | "application/*"
@@ -95,8 +114,34 @@ pub(crate) fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Val
         }),
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
             .map_err(|e| StatusError::bad_request(format!("error converting YAML to JSON: {e}"))),
+        crate::proto::MEDIA_TYPE => crate::proto::decode_object(body).map_err(proto_request_error),
         other => Err(StatusError::unsupported_media_type(other)),
     }
+}
+
+/// A request body's protobuf that cannot be converted: 415 for what this
+/// server does not map (a kind, a field), 400 for malformed input.
+pub(crate) fn proto_request_error(e: crate::proto::ProtoError) -> StatusError {
+    use crate::proto::ProtoError;
+    match e {
+        ProtoError::Unsupported(_) | ProtoError::UnknownKind(_) => StatusError::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - {e}; accepted media types include: application/json, application/yaml"),
+        ),
+        ProtoError::Invalid { .. } | ProtoError::Decode(_) => {
+            StatusError::bad_request(format!("decoding the protobuf body: {e}"))
+        }
+    }
+}
+
+/// A response object that has no protobuf form here (406, naming the field).
+pub(crate) fn proto_response_error(e: &crate::proto::ProtoError) -> StatusError {
+    StatusError::new(
+        406,
+        "NotAcceptable",
+        format!("the object cannot be served as application/vnd.kubernetes.protobuf: {e}; ask for application/json"),
+    )
 }
 
 #[cfg(test)]
@@ -107,25 +152,47 @@ mod tests {
     fn picks_what_kubectl_asks_for() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(
-            output(Some(kubectl)).ok(),
+            output(Some(kubectl), true).ok(),
             Some(Output::Table { v1beta1: false })
         );
         assert_eq!(
-            output(Some("application/vnd.kubernetes.protobuf, */*")).ok(),
+            output(Some("application/vnd.kubernetes.protobuf, */*"), false).ok(),
             Some(Output::Json)
         );
-        assert_eq!(output(None).ok(), Some(Output::Json));
-        assert_eq!(output(Some("application/yaml")).ok(), Some(Output::Yaml));
+        assert_eq!(output(None, true).ok(), Some(Output::Json));
         assert_eq!(
-            output(Some(
-                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-            ))
+            output(Some("application/yaml"), true).ok(),
+            Some(Output::Yaml)
+        );
+        assert_eq!(
+            output(
+                Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
+                true
+            )
             .ok(),
             Some(Output::PartialMetadata { v1beta1: false })
         );
         assert_eq!(
-            output(Some("application/vnd.kubernetes.protobuf")).map_err(|e| e.code),
+            output(Some("application/vnd.kubernetes.protobuf"), false).map_err(|e| e.code),
             Err(406)
+        );
+        // built-in kinds: protobuf, with a JSON fallback when JSON is listed too
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf, */*"), true).ok(),
+            Some(Output::Protobuf {
+                json_fallback: true
+            })
+        );
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf"), true).ok(),
+            Some(Output::Protobuf {
+                json_fallback: false
+            })
+        );
+        // a protobuf Table is answered as a JSON Table
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1;g=meta.k8s.io"), true).ok(),
+            Some(Output::Table { v1beta1: false })
         );
     }
 
@@ -138,6 +205,10 @@ mod tests {
         );
         assert_eq!(
             decode_body(Some("application/vnd.kubernetes.protobuf"), b"").map_err(|e| e.code),
+            Err(400)
+        );
+        assert_eq!(
+            decode_body(Some("application/cbor"), b"").map_err(|e| e.code),
             Err(415)
         );
         assert_eq!(decode_body(None, b"{").map_err(|e| e.code), Err(400));

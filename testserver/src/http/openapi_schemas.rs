@@ -265,6 +265,18 @@ fn apps_schemas(out: &mut Map<String, Value>) {
 }
 
 fn other_schemas(out: &mut Map<String, Value>) {
+    out.insert("io.k8s.api.apps.v1.ReplicaSet".into(), kind_schema(
+        "ReplicaSet ensures that a specified number of pod replicas are running at any given time.", "apps", "v1", "ReplicaSet",
+        obj(vec![
+            ("spec", json!({"type": "object", "description": "Spec defines the specification of the desired behavior of the ReplicaSet.", "required": ["selector"], "properties": {
+                "minReadySeconds": int("Minimum number of seconds for which a newly created pod should be ready without any of its container crashing."),
+                "replicas": int("Replicas is the number of desired pods."),
+                "selector": r("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+                "template": r("io.k8s.api.core.v1.PodTemplateSpec")
+            }})),
+            ("status", json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "Status is the most recently observed status of the ReplicaSet."})),
+        ]),
+    ));
     out.insert("io.k8s.api.coordination.v1.Lease".into(), kind_schema(
         "Lease defines a lease concept.", "coordination.k8s.io", "v1", "Lease",
         obj(vec![("spec", json!({"type": "object", "description": "spec contains the specification of the Lease.", "properties": {

@@ -78,6 +78,13 @@ pub(crate) fn render_one(
 ) -> Result<(Bytes, &'static str), StatusError> {
     match output {
         Output::Json => Ok((object_json(info, obj), "application/json")),
+        Output::Protobuf { json_fallback } => {
+            match crate::proto::encode_object(&object_value(info, obj)) {
+                Ok(b) => Ok((Bytes::from(b), crate::proto::MEDIA_TYPE)),
+                Err(_) if json_fallback => Ok((object_json(info, obj), "application/json")),
+                Err(e) => Err(super::negotiate::proto_response_error(&e)),
+            }
+        }
         Output::Yaml => yaml(&object_value(info, obj)),
         Output::PartialMetadata { v1beta1 } => Ok((
             json_bytes(&partial_metadata(obj.value(), v1beta1)),
@@ -94,6 +101,23 @@ pub(crate) fn render_one(
             );
             Ok((json_bytes(&t), "application/json"))
         }
+    }
+}
+
+/// A value with its own `kind` (a Scale, a Status) in the requested
+/// representation; Tables and partial metadata get JSON.
+pub(crate) fn render_value(
+    v: &Value,
+    output: Output,
+) -> Result<(Bytes, &'static str), StatusError> {
+    match output {
+        Output::Yaml => yaml(v),
+        Output::Protobuf { json_fallback } => match crate::proto::encode_object(v) {
+            Ok(b) => Ok((Bytes::from(b), crate::proto::MEDIA_TYPE)),
+            Err(_) if json_fallback => Ok((json_bytes(v), "application/json")),
+            Err(e) => Err(super::negotiate::proto_response_error(&e)),
+        },
+        _ => Ok((json_bytes(v), "application/json")),
     }
 }
 

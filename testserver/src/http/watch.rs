@@ -4,7 +4,9 @@
 //! BOOKMARK annotated `k8s.io/initial-events-end` follows them); selectors
 //! (objects leaving the selection are DELETED), periodic bookmarks and one
 //! shortly before `timeoutSeconds` ends; faults. Each watcher reads the
-//! shared history with its own cursor and sends the pre-encoded frames.
+//! shared history with its own cursor and sends the pre-encoded frames
+//! (JSON lines; for protobuf, length-prefixed WatchEvents encoded per
+//! watcher).
 
 use super::body::ChannelBody;
 use super::list::{parse_rv, wait_for_rv, Rv};
@@ -41,14 +43,43 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
     b.freeze()
 }
 
+/// One frame of a protobuf watch stream: `object` is the enveloped object.
+fn proto_frame(kind: &str, object: Bytes) -> Bytes {
+    Bytes::from(crate::proto::watch_frame(kind, object.to_vec()))
+}
+
+/// The Content-Type of a watch stream.
+fn stream_content_type(output: Output) -> &'static str {
+    match output {
+        Output::Protobuf { .. } => crate::proto::WATCH_MEDIA_TYPE,
+        _ => "application/json",
+    }
+}
+
+/// A Status as the object of an ERROR event in the stream's encoding.
+fn status_object(e: &StatusError, output: Output) -> Bytes {
+    let v = e.to_json();
+    match output {
+        Output::Protobuf { .. } => crate::proto::encode_object(&v)
+            .map(Bytes::from)
+            .unwrap_or_default(),
+        _ => render::json_bytes(&v),
+    }
+}
+
 /// A watch response carrying one ERROR event.
 fn error_stream(
     e: &StatusError,
+    output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
-    let f = frame("ERROR", &render::json_bytes(&e.to_json()));
+    let object = status_object(e, output);
+    let f = match output {
+        Output::Protobuf { .. } => proto_frame("ERROR", object),
+        _ => frame("ERROR", &object),
+    };
     hyper::Response::builder()
         .status(200)
-        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CONTENT_TYPE, stream_content_type(output))
         .body(super::body::full(f))
         .map_err(|e| StatusError::internal(&e.to_string()))
 }
@@ -149,10 +180,10 @@ pub(crate) async fn watch(
         } else {
             state.core.store.current_rv()
         };
-        return error_stream(&StatusError::too_old_resource_version(
-            asked,
-            state.core.store.current_rv(),
-        ));
+        return error_stream(
+            &StatusError::too_old_resource_version(asked, state.core.store.current_rv()),
+            output,
+        );
     }
     // a watch from a version may be served by a lagging replica's cache
     let lagging = match (p.send_initial, p.rv) {
@@ -178,7 +209,9 @@ pub(crate) async fn watch(
         }
         (_, Rv::At(n)) => match rs.seq_after(n) {
             Ok(seq) => (Vec::new(), n, seq),
-            Err(floor) => return error_stream(&StatusError::too_old_resource_version(n, floor)),
+            Err(floor) => {
+                return error_stream(&StatusError::too_old_resource_version(n, floor), output)
+            }
         },
     };
     let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
@@ -212,7 +245,7 @@ pub(crate) async fn watch(
     tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
     hyper::Response::builder()
         .status(200)
-        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CONTENT_TYPE, stream_content_type(output))
         .body(ChannelBody::new(rx).boxed())
         .map_err(|e| StatusError::internal(&e.to_string()))
 }
@@ -250,9 +283,30 @@ impl Watcher {
         state.metrics.watch_ended();
     }
 
+    /// One event frame in the stream's encoding; an object the protobuf
+    /// mapping cannot encode becomes an ERROR event naming the field.
+    fn event(&self, kind: &str, obj: &StoredObject) -> Bytes {
+        match self.output {
+            Output::Protobuf { .. } => {
+                match crate::proto::encode_object(&render::object_value(&self.info, obj)) {
+                    Ok(b) => proto_frame(kind, Bytes::from(b)),
+                    Err(e) => {
+                        let status = StatusError::internal(&format!(
+                            "the object cannot be encoded as protobuf: {e}"
+                        ));
+                        proto_frame("ERROR", status_object(&status, self.output))
+                    }
+                }
+            }
+            _ => frame(kind, &self.object_bytes(obj)),
+        }
+    }
+
     fn object_bytes(&self, obj: &StoredObject) -> Bytes {
         match self.output {
-            Output::Json | Output::Yaml => render::object_json(&self.info, obj),
+            Output::Json | Output::Yaml | Output::Protobuf { .. } => {
+                render::object_json(&self.info, obj)
+            }
             Output::PartialMetadata { v1beta1 } => {
                 render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
             }
@@ -286,6 +340,14 @@ impl Watcher {
                 json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata})
             }
         };
+        if let Output::Protobuf { .. } = self.output {
+            return proto_frame(
+                "BOOKMARK",
+                crate::proto::encode_object(&obj)
+                    .map(Bytes::from)
+                    .unwrap_or_default(),
+            );
+        }
         frame("BOOKMARK", &render::json_bytes(&obj))
     }
 
@@ -307,10 +369,10 @@ impl Watcher {
         let cur = ev.kind != EventType::Deleted && self.filter.matches(&ev.object);
         let prev = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (cur, prev) {
-            (true, false) => Some(frame("ADDED", &self.object_bytes(&ev.object))),
-            (true, true) => Some(frame(ev.kind.as_str(), &self.object_bytes(&ev.object))),
+            (true, false) => Some(self.event("ADDED", &ev.object)),
+            (true, true) => Some(self.event(ev.kind.as_str(), &ev.object)),
             (false, true) if ev.kind == EventType::Deleted => {
-                Some(frame("DELETED", &self.object_bytes(&ev.object)))
+                Some(self.event("DELETED", &ev.object))
             }
             (false, true) => {
                 let p = ev.prev.as_ref()?;
@@ -318,7 +380,7 @@ impl Watcher {
                 crate::meta::set_meta_str(&mut v, "resourceVersion", &ev.rv.to_string());
                 let gone =
                     crate::store::StoredObject::detached(v, ev.rv, p.key().to_owned()).ok()?;
-                Some(frame("DELETED", &self.object_bytes(&gone)))
+                Some(self.event("DELETED", &gone))
             }
             (false, false) => None,
         }
@@ -350,7 +412,7 @@ impl Watcher {
             if !self.filter.matches(&obj) {
                 continue;
             }
-            let f = frame("ADDED", &self.object_bytes(&obj));
+            let f = self.event("ADDED", &obj);
             if !self.push_event(&mut buf, f) {
                 self.send(buf.freeze()).await?;
                 return Err(End::Closed);

@@ -148,10 +148,15 @@ fn default_deployment(obj: &mut Value) {
     spec.entry("replicas").or_insert(json!(1));
     spec.entry("revisionHistoryLimit").or_insert(json!(10));
     spec.entry("progressDeadlineSeconds").or_insert(json!(600));
-    spec.entry("strategy").or_insert(json!({
-        "type": "RollingUpdate",
-        "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}
-    }));
+    // as kube-apiserver: a strategy without a type (`{}`, which protobuf
+    // clients send for an unset strategy) is a rolling update of 25 %/25 %
+    let strategy = meta::ensure_object(spec.entry("strategy").or_insert(Value::Null));
+    strategy.entry("type").or_insert(json!("RollingUpdate"));
+    if strategy.get("type") == Some(&json!("RollingUpdate")) {
+        let ru = meta::ensure_object(strategy.entry("rollingUpdate").or_insert(Value::Null));
+        ru.entry("maxUnavailable").or_insert(json!("25%"));
+        ru.entry("maxSurge").or_insert(json!("25%"));
+    }
 }
 
 fn default_secret(obj: &mut Value) -> Result<(), StatusError> {

@@ -277,6 +277,27 @@ impl Stream {
         }
     }
 
+    /// The next `n` bytes of the stream (protobuf watch frames), `None`
+    /// when the stream ended first or `timeout` passed.
+    pub async fn next_bytes(&mut self, n: usize, timeout: Duration) -> Option<Vec<u8>> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.buf.len() < n {
+            if self.ended {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Err(_) => return None,
+                Ok(None) | Ok(Some(Err(_))) => self.ended = true,
+                Ok(Some(Ok(f))) => {
+                    if let Ok(d) = f.into_data() {
+                        self.buf.extend_from_slice(&d);
+                    }
+                }
+            }
+        }
+        Some(self.buf.drain(..n).collect())
+    }
+
     /// The next event (panics on garbage).
     pub async fn next_event(&mut self, timeout: Duration) -> Option<Value> {
         match self.next_line(timeout).await? {

@@ -60,7 +60,13 @@ async fn discovery_documents_match_kube_shapes() {
         .collect();
     assert_eq!(
         res,
-        ["deployments", "deployments/scale", "deployments/status"]
+        [
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/status"
+        ]
     );
     let missing = c.get("/apis/nope.example.com/v1").await;
     assert_eq!(missing.status, 404);

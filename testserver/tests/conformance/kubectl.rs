@@ -292,3 +292,191 @@ async fn kubectl_drives_the_server() {
         .await
     );
 }
+
+/// kubectl's typed clients send built-in objects as protobuf (create) and
+/// read them back as protobuf (create, rollout history and undo); scale,
+/// rollout status and restart go through JSON and the watch. Skipped when
+/// no kubectl is on PATH.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
+    let Some(bin) = kubectl_path() else {
+        println!("kubectl not found on PATH: the kubectl protobuf test was skipped");
+        return;
+    };
+    let s = TestServer::builder().tls(true).start().await.unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = home.path().join("kubeconfig");
+    s.write_kubeconfig(&kubeconfig).unwrap();
+    let k = Kubectl {
+        bin,
+        home,
+        kubeconfig,
+    };
+    tokio::task::block_in_place(|| {
+        // create deployment: a protobuf body and a protobuf answer
+        let (ok, out, err) = k.run(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+            "--port=80",
+            "-v=8",
+        ]);
+        assert!(ok, "{out}\n{err}");
+        assert!(out.contains("deployment.apps/web created"), "{out}");
+        assert!(
+            err.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+            "kubectl did not send protobuf:\n{err}"
+        );
+        assert!(err.contains("201 Created"), "{err}");
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        let v = d.value();
+        assert_eq!(v["spec"]["replicas"], 2);
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx"
+        );
+        assert_eq!(
+            v["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"],
+            80
+        );
+        assert_eq!(v["spec"]["strategy"]["type"], "RollingUpdate");
+
+        assert!(k
+            .ok(&["create", "configmap", "c1", "--from-literal=a=b"])
+            .contains("configmap/c1 created"));
+        let cm = s.objects().get("configmaps", "default", "c1").unwrap();
+        assert_eq!(cm.value()["data"]["a"], "b");
+        assert!(k
+            .ok(&["create", "secret", "generic", "s1", "--from-literal=p=q"])
+            .contains("secret/s1 created"));
+        let secret = s.objects().get("secrets", "default", "s1").unwrap();
+        assert_eq!(secret.value()["data"]["p"], "cQ==");
+        assert!(k
+            .ok(&["create", "namespace", "team-a"])
+            .contains("namespace/team-a created"));
+        // the same name again: the AlreadyExists Status is read from protobuf
+        let (ok, _, err) = k.run(&["create", "configmap", "c1"]);
+        assert!(!ok);
+        assert!(err.contains("configmaps \"c1\" already exists"), "{err}");
+
+        let yaml = k.ok(&["get", "deployment", "web", "-o", "yaml"]);
+        assert!(
+            yaml.contains("image: nginx") && yaml.contains("replicas: 2"),
+            "{yaml}"
+        );
+        // no zero-valued Go fields that protobuf always carries
+        assert!(!yaml.contains("minReadySeconds: 0"), "{yaml}");
+
+        assert!(k
+            .ok(&["scale", "deployment", "web", "--replicas=3"])
+            .contains("deployment.apps/web scaled"));
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert_eq!(d.value()["spec"]["replicas"], 3);
+        assert!(k
+            .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
+            .contains("successfully rolled out"));
+        assert!(k
+            .ok(&["rollout", "restart", "deployment", "web"])
+            .contains("deployment.apps/web restarted"));
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert!(d.value()["spec"]["template"]["metadata"]["annotations"]
+            .get("kubectl.kubernetes.io/restartedAt")
+            .is_some());
+        assert!(k
+            .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
+            .contains("successfully rolled out"));
+
+        // history and undo read the ReplicaSets (as protobuf lists) that
+        // the Deployment simulator keeps per template revision
+        let revision = || {
+            s.objects()
+                .get("deployments.apps", "default", "web")
+                .and_then(|d| {
+                    d.value()["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                        .as_str()
+                        .map(str::to_owned)
+                })
+        };
+        let wait_revision = |want: &str| {
+            let deadline = Instant::now() + WAIT;
+            while revision().as_deref() != Some(want) {
+                assert!(
+                    Instant::now() < deadline,
+                    "revision {want} never came: {:?}",
+                    revision()
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // the restart made revision 2
+        wait_revision("2");
+        k.ok(&["set", "image", "deployment/web", "nginx=nginx:1.27"]);
+        wait_revision("3");
+        let (ok, history, err) = k.run(&["rollout", "history", "deployment", "web", "-v=8"]);
+        assert!(
+            ok,
+            "{history}
+{err}"
+        );
+        assert!(
+            err.contains("replicasets?labelSelector=app%3Dweb")
+                && err.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+            "{err}"
+        );
+        let revisions: Vec<&str> = history
+            .lines()
+            .skip_while(|l| !l.starts_with("REVISION"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(revisions, ["1", "2", "3"], "{history}");
+        assert!(k
+            .ok(&["rollout", "history", "deployment", "web", "--revision=3"])
+            .contains("nginx:1.27"));
+        assert!(k
+            .ok(&["rollout", "undo", "deployment", "web"])
+            .contains("deployment.apps/web rolled back"));
+        // the template of revision 2 is back, as revision 4
+        wait_revision("4");
+        let d = s
+            .objects()
+            .get("deployments.apps", "default", "web")
+            .unwrap();
+        assert_eq!(
+            d.value()["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx"
+        );
+        let history = k.ok(&["rollout", "history", "deployment", "web"]);
+        let revisions: Vec<&str> = history
+            .lines()
+            .skip_while(|l| !l.starts_with("REVISION"))
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert_eq!(revisions, ["1", "3", "4"], "{history}");
+        assert!(k
+            .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
+            .contains("successfully rolled out"));
+        // the old ReplicaSet holds no replicas, the restored one all three
+        let rs = k.ok(&[
+            "get",
+            "replicasets",
+            "-o",
+            "jsonpath={range .items[*]}{.spec.replicas} {end}",
+        ]);
+        let mut counts: Vec<&str> = rs.split_whitespace().collect();
+        counts.sort_unstable();
+        assert_eq!(counts, ["0", "0", "3"], "{rs}");
+    });
+}
