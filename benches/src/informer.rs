@@ -60,6 +60,7 @@ const URL_ENV: &str = "KCONTROL_BENCH_INFORMER_URL";
 const NAMESPACE_ENV: &str = "KCONTROL_BENCH_INFORMER_NAMESPACE";
 const OBJECTS_ENV: &str = "KCONTROL_BENCH_INFORMER_OBJECTS";
 const WATCH_LIST_ENV: &str = "KCONTROL_BENCH_INFORMER_WATCH_LIST";
+const KIND_ENV: &str = "KCONTROL_BENCH_INFORMER_KIND";
 /// Options of the `tikv-jemallocator` build of jemalloc.
 const MALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
 
@@ -122,6 +123,10 @@ pub struct ChildSpec {
     pub objects: usize,
     /// Sync through WatchList streaming.
     pub watch_list: bool,
+    /// What the informer caches: `full` (k8s-openapi `ConfigMap`),
+    /// `compact` (`CompactConfigMap`) or `metadata` (a metadata-only
+    /// informer's `PartialObjectMetadata<ConfigMap>`).
+    pub kind: &'static str,
     /// jemalloc options of the child (`_RJEM_MALLOC_CONF`), when not the
     /// defaults.
     pub malloc_conf: Option<&'static str>,
@@ -138,6 +143,11 @@ impl ChildSpec {
                 .parse()
                 .map_err(|e| format!("{OBJECTS_ENV}: {e}"))?,
             watch_list: var(WATCH_LIST_ENV)? == "true",
+            kind: match std::env::var(KIND_ENV).as_deref() {
+                Ok("compact") => "compact",
+                Ok("metadata") => "metadata",
+                _ => "full",
+            },
             malloc_conf: None,
         })
     }
@@ -157,6 +167,7 @@ impl ChildSpec {
             .env(NAMESPACE_ENV, &self.namespace)
             .env(OBJECTS_ENV, self.objects.to_string())
             .env(WATCH_LIST_ENV, self.watch_list.to_string())
+            .env(KIND_ENV, self.kind)
             .output()
             .map_err(|e| format!("cannot start the {} child: {e}", self.role))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
