@@ -256,11 +256,11 @@ pub fn counting_handler<K: KubeObject>(
 ) -> Result<HandlerRegistration, String> {
     let adds = Arc::clone(adds);
     informer
-        .add_event_handler(ResourceEventHandlerFuncs::new().add_func(
-            move |cm: &Arc<K>, _| {
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new().add_func(move |cm: &Arc<K>, _| {
                 black_box(cm);
                 adds.fetch_add(1, Ordering::Relaxed);
-            },
-        ))
+            }),
+        )
         .map_err(|e| format!("adding the handler: {e}"))
 }

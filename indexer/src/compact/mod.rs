@@ -24,8 +24,8 @@ mod meta;
 pub use map::CompactMap;
 pub use meta::CompactMeta;
 
-/// Defines a lean type of a resource: a struct with `metadata:
-/// `[`CompactMeta`] and only the top-level fields listed (each decoded
+/// Defines a lean type of a resource: a struct with a [`CompactMeta`]
+/// `metadata` and only the top-level fields listed (each decoded
 /// with its own `Deserialize`, under the JSON name given; missing fields
 /// take their `Default`), implementing [`KubeObject`](crate::KubeObject)
 /// and [`KubeResource`](crate::KubeResource) so that
