@@ -10,6 +10,10 @@
 //!   its watch cache) or with WatchList streaming. Beside it, in the same
 //!   run, a bare `serde_json` decode of the same list bytes into
 //!   `ObjectList<ConfigMap>`: its time and the resident growth it causes.
+//!   Each size has rows for three cached types (`cached_type`): the full
+//!   `ConfigMap` (list and WatchList), the lean `CompactConfigMap` (list
+//!   and WatchList) and a metadata-only informer's
+//!   `PartialObjectMetadata<ConfigMap>` (list), all against the same decode.
 //! - `event-latency` ([`latency`]): watch event to handler latency, p50
 //!   and p99, at 1,000 and 10,000 writes a second, through the server and
 //!   HTTP, and through the informer alone (`path: "informer-only"`).
@@ -60,6 +64,7 @@ const URL_ENV: &str = "KCONTROL_BENCH_INFORMER_URL";
 const NAMESPACE_ENV: &str = "KCONTROL_BENCH_INFORMER_NAMESPACE";
 const OBJECTS_ENV: &str = "KCONTROL_BENCH_INFORMER_OBJECTS";
 const WATCH_LIST_ENV: &str = "KCONTROL_BENCH_INFORMER_WATCH_LIST";
+const KIND_ENV: &str = "KCONTROL_BENCH_INFORMER_KIND";
 /// Options of the `tikv-jemallocator` build of jemalloc.
 const MALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
 
@@ -122,6 +127,10 @@ pub struct ChildSpec {
     pub objects: usize,
     /// Sync through WatchList streaming.
     pub watch_list: bool,
+    /// What the informer caches: `full` (k8s-openapi `ConfigMap`),
+    /// `compact` (`CompactConfigMap`) or `metadata` (a metadata-only
+    /// informer's `PartialObjectMetadata<ConfigMap>`).
+    pub kind: &'static str,
     /// jemalloc options of the child (`_RJEM_MALLOC_CONF`), when not the
     /// defaults.
     pub malloc_conf: Option<&'static str>,
@@ -138,6 +147,11 @@ impl ChildSpec {
                 .parse()
                 .map_err(|e| format!("{OBJECTS_ENV}: {e}"))?,
             watch_list: var(WATCH_LIST_ENV)? == "true",
+            kind: match std::env::var(KIND_ENV).as_deref() {
+                Ok("compact") => "compact",
+                Ok("metadata") => "metadata",
+                _ => "full",
+            },
             malloc_conf: None,
         })
     }
@@ -157,6 +171,7 @@ impl ChildSpec {
             .env(NAMESPACE_ENV, &self.namespace)
             .env(OBJECTS_ENV, self.objects.to_string())
             .env(WATCH_LIST_ENV, self.watch_list.to_string())
+            .env(KIND_ENV, self.kind)
             .output()
             .map_err(|e| format!("cannot start the {} child: {e}", self.role))?;
         let stdout = String::from_utf8_lossy(&out.stdout);

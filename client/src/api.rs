@@ -9,7 +9,9 @@ use std::marker::PhantomData;
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, Request};
-use kcontrol_indexer::{ApiResource, DynamicObject, Object, PartialObjectMetadata, TypedResource};
+use kcontrol_indexer::{
+    ApiResource, DynamicObject, KubeObject, KubeResource, PartialObjectMetadata,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -66,7 +68,7 @@ impl<K> std::fmt::Debug for Api<K> {
     }
 }
 
-impl<K: TypedResource> Api<K> {
+impl<K: KubeResource> Api<K> {
     /// Objects of `K` in `namespace`.
     pub fn namespaced(client: Client, namespace: &str) -> Self {
         Self::with_resource(client, Some(namespace), K::api_resource())
@@ -223,7 +225,7 @@ fn to_json<T: Serialize>(value: &T) -> Result<Vec<u8>, Error> {
         .map_err(|e| Error::InvalidRequest(format!("cannot serialize the object: {e}")))
 }
 
-impl<K: Object + DeserializeOwned> Api<K> {
+impl<K: KubeObject + DeserializeOwned> Api<K> {
     fn what(&self, verb: &str) -> String {
         format!("{verb} {} answer", self.resource.plural)
     }
@@ -314,7 +316,7 @@ impl<K: Object + DeserializeOwned> Api<K> {
     }
 }
 
-impl<K: Object + DeserializeOwned + Serialize> Api<K> {
+impl<K: KubeObject + DeserializeOwned + Serialize> Api<K> {
     /// Creates an object (POST). `generateName` is honoured by the server.
     pub async fn create(&self, params: &PostParams, object: &K) -> Result<K, Error> {
         let namespace = if self.resource.namespaced {

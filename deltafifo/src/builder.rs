@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use kcontrol_indexer::{meta_namespace_key, KeyError, KnownObjects, Object};
+use kcontrol_indexer::{meta_namespace_key, KeyError, KnownObjects, KubeObject};
 
 use crate::delta::DeltaType;
 use crate::fifo::{DeltaFifo, KeyFn};
@@ -23,14 +23,14 @@ use crate::metrics::FifoMetrics;
 ///     .build();
 /// assert!(fifo.is_empty());
 /// ```
-pub struct DeltaFifoBuilder<K: Object> {
+pub struct DeltaFifoBuilder<K: KubeObject> {
     key_fn: Option<KeyFn<K>>,
     known: Option<Arc<dyn KnownObjects<K>>>,
     emit_delta_type_replaced: bool,
     metrics: Option<Arc<dyn FifoMetrics>>,
 }
 
-impl<K: Object> fmt::Debug for DeltaFifoBuilder<K> {
+impl<K: KubeObject> fmt::Debug for DeltaFifoBuilder<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeltaFifoBuilder")
             .field("custom_key_fn", &self.key_fn.is_some())
@@ -41,7 +41,7 @@ impl<K: Object> fmt::Debug for DeltaFifoBuilder<K> {
     }
 }
 
-impl<K: Object> Default for DeltaFifoBuilder<K> {
+impl<K: KubeObject> Default for DeltaFifoBuilder<K> {
     fn default() -> Self {
         Self {
             key_fn: None,
@@ -52,7 +52,7 @@ impl<K: Object> Default for DeltaFifoBuilder<K> {
     }
 }
 
-impl<K: Object> DeltaFifoBuilder<K> {
+impl<K: KubeObject> DeltaFifoBuilder<K> {
     /// The key of an object; default [`meta_namespace_key`]
     /// (`namespace/name`, or `name`). Tombstones always key to their own key.
     /// A known-objects store must key its objects the same way.
@@ -117,7 +117,7 @@ impl<K: Object> DeltaFifoBuilder<K> {
     }
 }
 
-impl<K: Object> DeltaFifo<K> {
+impl<K: KubeObject> DeltaFifo<K> {
     /// Options for a new FIFO: default key function, no known-objects store,
     /// `Replaced` deltas on replace, no metrics.
     pub fn builder() -> DeltaFifoBuilder<K> {

@@ -19,7 +19,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use kcontrol_indexer::{
-    DeletedFinalStateUnknown, KeyError, KnownObjects, Object, ObjectOrTombstone,
+    DeletedFinalStateUnknown, KeyError, KnownObjects, KubeObject, ObjectOrTombstone,
 };
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -73,7 +73,7 @@ pub(crate) struct State<K> {
 ///   [`close`](DeltaFifo::close) wakes every popper.
 ///
 /// Build one with [`DeltaFifo::builder`]; it is shared as an `Arc`.
-pub struct DeltaFifo<K: Object> {
+pub struct DeltaFifo<K: KubeObject> {
     pub(crate) state: Mutex<State<K>>,
     pub(crate) processing: Mutex<()>,
     pub(crate) wake_threads: Condvar,
@@ -85,7 +85,7 @@ pub struct DeltaFifo<K: Object> {
     pub(crate) metrics: Option<Arc<dyn FifoMetrics>>,
 }
 
-impl<K: Object> fmt::Debug for DeltaFifo<K> {
+impl<K: KubeObject> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
         f.debug_struct("DeltaFifo")
@@ -99,7 +99,7 @@ impl<K: Object> fmt::Debug for DeltaFifo<K> {
     }
 }
 
-impl<K: Object> DeltaFifo<K> {
+impl<K: KubeObject> DeltaFifo<K> {
     pub(crate) fn from_parts(
         key_fn: KeyFn<K>,
         known: Option<Arc<dyn KnownObjects<K>>>,

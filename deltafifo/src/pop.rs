@@ -5,7 +5,7 @@
 use std::pin::pin;
 use std::time::Instant;
 
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use parking_lot::MutexGuard;
 
 use crate::delta::Deltas;
@@ -14,7 +14,7 @@ use crate::fifo::{DeltaFifo, State};
 use crate::queue::Entry;
 use crate::reentry::ProcessorScope;
 
-impl<K: Object> DeltaFifo<K> {
+impl<K: KubeObject> DeltaFifo<K> {
     /// Blocks the calling thread until a key is queued, then hands its deltas
     /// (oldest first) to `process` with `is_in_initial_list` (whether the
     /// entry belongs to the initial population, see
@@ -203,14 +203,14 @@ struct Taken<'a, K> {
 
 /// Accounts for an entry whose processor panicked: it is dropped like a
 /// failed one, so `has_synced` is not held back forever.
-struct PanicAccounting<'a, K: Object> {
+struct PanicAccounting<'a, K: KubeObject> {
     fifo: &'a DeltaFifo<K>,
     initial: bool,
     /// Cleared when the processor returns.
     armed: bool,
 }
 
-impl<K: Object> Drop for PanicAccounting<'_, K> {
+impl<K: KubeObject> Drop for PanicAccounting<'_, K> {
     fn drop(&mut self) {
         if self.armed {
             tracing::error!("DeltaFIFO processor panicked; its deltas are dropped");
@@ -220,11 +220,11 @@ impl<K: Object> Drop for PanicAccounting<'_, K> {
 }
 
 /// Un-counts a waiting task however its wait ends (woken or cancelled).
-struct TaskWaiter<'a, K: Object> {
+struct TaskWaiter<'a, K: KubeObject> {
     fifo: &'a DeltaFifo<K>,
 }
 
-impl<K: Object> Drop for TaskWaiter<'_, K> {
+impl<K: KubeObject> Drop for TaskWaiter<'_, K> {
     fn drop(&mut self) {
         let mut st = self.fifo.state.lock();
         st.task_waiters = st.task_waiters.saturating_sub(1);

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use kcontrol_indexer::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
+use kcontrol_indexer::{DeletedFinalStateUnknown, KubeObject, ObjectOrTombstone};
 
 use crate::delta::{Delta, DeltaType};
 use crate::error::FifoError;
@@ -32,14 +32,14 @@ use crate::fifo::DeltaFifo;
 ///
 /// Only one replace runs at a time.
 #[must_use = "a replace stream does nothing for vanished keys until finish is called"]
-pub struct ReplaceStream<'a, K: Object> {
+pub struct ReplaceStream<'a, K: KubeObject> {
     fifo: &'a DeltaFifo<K>,
     seen: HashSet<Arc<str>>,
     initial: bool,
     done: bool,
 }
 
-impl<K: Object> std::fmt::Debug for ReplaceStream<'_, K> {
+impl<K: KubeObject> std::fmt::Debug for ReplaceStream<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReplaceStream")
             .field("seen", &self.seen.len())
@@ -48,7 +48,7 @@ impl<K: Object> std::fmt::Debug for ReplaceStream<'_, K> {
     }
 }
 
-impl<K: Object> DeltaFifo<K> {
+impl<K: KubeObject> DeltaFifo<K> {
     /// Starts a streaming replace: feed it the listed objects as they are
     /// decoded, then call [`ReplaceStream::finish`] with the list's resource
     /// version.
@@ -130,7 +130,7 @@ impl<K: Object> DeltaFifo<K> {
     }
 }
 
-impl<K: Object> ReplaceStream<'_, K> {
+impl<K: KubeObject> ReplaceStream<'_, K> {
     /// Queues a `Replaced` (or `Sync`) delta for one listed object, at once.
     ///
     /// Fails with [`FifoError::Key`] for an object without a name (nothing
@@ -257,7 +257,7 @@ impl<K: Object> ReplaceStream<'_, K> {
     }
 }
 
-impl<K: Object> Drop for ReplaceStream<'_, K> {
+impl<K: KubeObject> Drop for ReplaceStream<'_, K> {
     fn drop(&mut self) {
         if self.done {
             return;

@@ -225,6 +225,39 @@ macro_rules! custom_resource {
 pub mod __private {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     pub use serde;
+
+    /// A field name, borrowed from the input when it can be
+    /// (`lean_resource!`'s decoder).
+    pub struct Key<'de>(std::borrow::Cow<'de, str>);
+
+    impl Key<'_> {
+        /// The name.
+        pub fn as_str(&self) -> &str {
+            &self.0
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Key<'de> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> serde::de::Visitor<'de> for V {
+                type Value = Key<'de>;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a field name")
+                }
+                fn visit_borrowed_str<E: serde::de::Error>(
+                    self,
+                    v: &'de str,
+                ) -> Result<Key<'de>, E> {
+                    Ok(Key(std::borrow::Cow::Borrowed(v)))
+                }
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                    Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+                }
+            }
+            deserializer.deserialize_identifier(V)
+        }
+    }
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     /// The wire form, `apiVersion` and `kind` first.

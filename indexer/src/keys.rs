@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::object::Object;
+use crate::object::KubeObject;
 
 /// A key that cannot be built or split.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum KeyError {
 /// cm.meta_mut().namespace = Some("prod".into());
 /// assert_eq!(meta_namespace_key(&cm).unwrap(), "prod/settings");
 /// ```
-pub fn meta_namespace_key<K: Object + ?Sized>(obj: &K) -> Result<String, KeyError> {
+pub fn meta_namespace_key<K: KubeObject + ?Sized>(obj: &K) -> Result<String, KeyError> {
     let name = obj.name().ok_or(KeyError::MissingName)?;
     if name.is_empty() {
         return Err(KeyError::MissingName);
@@ -126,7 +126,7 @@ impl<K> ObjectOrTombstone<K> {
 }
 
 /// The key of an object or tombstone: a tombstone keys to the key it carries.
-pub fn deletion_handling_meta_namespace_key<K: Object>(
+pub fn deletion_handling_meta_namespace_key<K: KubeObject>(
     obj: &ObjectOrTombstone<K>,
 ) -> Result<String, KeyError> {
     match obj {
@@ -138,6 +138,7 @@ pub fn deletion_handling_meta_namespace_key<K: Object>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::Object;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 
     fn cm(ns: Option<&str>, name: Option<&str>) -> ConfigMap {

@@ -15,9 +15,12 @@
 //!   indexer), and [`Lister`] to read it by namespace, name and label selector;
 //! - [`labels`]: label selectors (parse, match, print);
 //! - [`transform`]: transforms applied before storing ([`transform::strip_managed_fields`]);
+//! - [`compact`]: lean types with compact metadata ([`compact::CompactConfigMap`],
+//!   [`lean_resource!`]) for caches of half the memory;
 //! - [`custom_resource!`]: a custom resource type from its spec (and status)
 //!   struct in one macro call.
 
+pub mod compact;
 mod custom_resource;
 mod dynamic;
 mod keys;
@@ -38,7 +41,7 @@ pub use keys::{
 };
 pub use known::KnownObjects;
 pub use lister::{Lister, NamespaceLister};
-pub use object::{ApiResource, Object, Scope, TypedResource};
+pub use object::{ApiResource, KubeObject, KubeResource, Object, Scope, StringMap, TypedResource};
 pub use partial::{PartialObjectMetadata, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND};
 pub use store::{
     namespace_index_func, IndexFunc, Indexers, StoreError, ThreadSafeStore, NAMESPACE_INDEX,

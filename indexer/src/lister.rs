@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::labels::Selector;
-use crate::object::Object;
+use crate::object::KubeObject;
 use crate::store::{ThreadSafeStore, NAMESPACE_INDEX};
 
 /// Reads objects of one kind from a shared store: all of them, those of a
@@ -52,7 +52,7 @@ impl<K> fmt::Debug for Lister<K> {
     }
 }
 
-impl<K: Object> Lister<K> {
+impl<K: KubeObject> Lister<K> {
     /// A lister reading `store`.
     pub fn new(store: Arc<ThreadSafeStore<K>>) -> Self {
         Self { store }
@@ -143,7 +143,7 @@ impl<K> fmt::Debug for NamespaceLister<K> {
     }
 }
 
-impl<K: Object> NamespaceLister<K> {
+impl<K: KubeObject> NamespaceLister<K> {
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace

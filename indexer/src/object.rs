@@ -1,6 +1,16 @@
 //! The [`Object`] trait every stored Kubernetes object implements, and the
 //! description of the API resource it comes from ([`ApiResource`]).
 //!
+//! Two traits describe objects:
+//! - [`KubeObject`]: what caches need (namespace, name, uid, resourceVersion,
+//!   labels and annotations as a [`StringMap`] view, owners, deletion time).
+//!   Stores, DeltaFIFOs, reflectors, informers and listers ask only for it,
+//!   so a type with compact metadata (a lean type, see
+//!   [`CompactConfigMap`](crate::compact::CompactConfigMap)) can be cached;
+//! - [`Object`]: a [`KubeObject`] whose metadata is a `k8s-openapi`
+//!   [`ObjectMeta`] ([`Object::meta`], [`Object::meta_mut`]). Every
+//!   [`Object`] is a [`KubeObject`] (blanket implementation).
+//!
 //! Every `k8s-openapi` resource type (and any type implementing
 //! `k8s_openapi::Resource` + `k8s_openapi::Metadata<Ty = ObjectMeta>`, such as a
 //! hand-written custom resource struct) gets [`Object`] and [`TypedResource`] through
@@ -15,10 +25,144 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 /// The labels or annotations of an object that has none.
 static EMPTY_MAP: BTreeMap<String, String> = BTreeMap::new();
 
-/// A Kubernetes object: anything with an [`ObjectMeta`].
+/// A read view of a string-to-string map (labels, annotations): what label
+/// selectors match against. Implemented by `BTreeMap<String, String>`
+/// (k8s-openapi's maps) and [`CompactMap`](crate::compact::CompactMap).
+pub trait StringMap {
+    /// The value of `key`.
+    fn value_of(&self, key: &str) -> Option<&str>;
+
+    /// Every entry, sorted by key.
+    fn entries(&self) -> impl Iterator<Item = (&str, &str)> + '_;
+
+    /// How many entries there are.
+    fn entry_count(&self) -> usize;
+
+    /// The entries as a `BTreeMap` (a copy).
+    fn to_btree_map(&self) -> BTreeMap<String, String> {
+        self.entries()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    }
+}
+
+impl StringMap for BTreeMap<String, String> {
+    fn value_of(&self, key: &str) -> Option<&str> {
+        self.get(key).map(String::as_str)
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    fn entry_count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Any Kubernetes object a cache can hold: full `k8s-openapi` objects
+/// (through [`Object`]), lean types with compact metadata, metadata only.
 ///
-/// Stores, queues and informers only need the metadata, so this is all the
-/// trait asks for; the accessors are provided on top of [`Object::meta`].
+/// Stores, DeltaFIFOs, reflectors, informers and listers need only these
+/// accessors. Every [`Object`] implements it; a lean type implements it by
+/// hand (or through [`lean_resource!`](crate::lean_resource)).
+///
+/// Named apart from [`Object`] so that code calling `cm.name()` with only
+/// `Object` in scope keeps compiling: import one of the two traits, not
+/// both, where methods are called on a concrete type.
+pub trait KubeObject: Send + Sync + 'static {
+    /// The map type of labels and annotations.
+    type Map: StringMap + ?Sized;
+
+    /// `metadata.namespace`, `None` for cluster-scoped objects.
+    fn namespace(&self) -> Option<&str>;
+
+    /// `metadata.name`.
+    fn name(&self) -> Option<&str>;
+
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str>;
+
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+
+    /// `metadata.generation`.
+    fn generation(&self) -> Option<i64>;
+
+    /// `metadata.labels`, empty when absent.
+    fn labels(&self) -> &Self::Map;
+
+    /// `metadata.annotations`, empty when absent.
+    fn annotations(&self) -> &Self::Map;
+
+    /// `metadata.ownerReferences`, empty when absent.
+    fn owner_references(&self) -> &[OwnerReference];
+
+    /// The owner reference with `controller: true`, if any.
+    fn controller_ref(&self) -> Option<&OwnerReference> {
+        self.owner_references()
+            .iter()
+            .find(|r| r.controller == Some(true))
+    }
+
+    /// `metadata.deletionTimestamp`.
+    fn deletion_timestamp(&self) -> Option<&Time>;
+
+    /// Drops `metadata.managedFields` if the type keeps them (the
+    /// `strip_managed_fields` transform); lean types never keep them.
+    fn drop_managed_fields(&mut self) {}
+}
+
+impl<K: Object + ?Sized> KubeObject for K {
+    type Map = BTreeMap<String, String>;
+
+    fn namespace(&self) -> Option<&str> {
+        Object::namespace(self)
+    }
+
+    fn name(&self) -> Option<&str> {
+        Object::name(self)
+    }
+
+    fn uid(&self) -> Option<&str> {
+        Object::uid(self)
+    }
+
+    fn resource_version(&self) -> Option<&str> {
+        Object::resource_version(self)
+    }
+
+    fn generation(&self) -> Option<i64> {
+        self.meta().generation
+    }
+
+    fn labels(&self) -> &BTreeMap<String, String> {
+        Object::labels(self)
+    }
+
+    fn annotations(&self) -> &BTreeMap<String, String> {
+        Object::annotations(self)
+    }
+
+    fn owner_references(&self) -> &[OwnerReference] {
+        Object::owner_references(self)
+    }
+
+    fn deletion_timestamp(&self) -> Option<&Time> {
+        Object::deletion_timestamp(self)
+    }
+
+    fn drop_managed_fields(&mut self) {
+        self.meta_mut().managed_fields = None;
+    }
+}
+
+/// A Kubernetes object whose metadata is a `k8s-openapi` [`ObjectMeta`]:
+/// every `k8s-openapi` type, custom resources, [`DynamicObject`](crate::DynamicObject),
+/// [`PartialObjectMetadata`](crate::PartialObjectMetadata).
+///
+/// The accessors are provided on top of [`Object::meta`]; every `Object`
+/// is a [`KubeObject`], which is what caches require.
 pub trait Object: Send + Sync + 'static {
     /// The object's metadata.
     fn meta(&self) -> &ObjectMeta;
@@ -120,7 +264,7 @@ impl ApiResource {
     }
 
     /// The description of a typed resource, e.g. `ApiResource::of::<ConfigMap>()`.
-    pub fn of<K: TypedResource>() -> Self {
+    pub fn of<K: KubeResource>() -> Self {
         K::api_resource()
     }
 }
@@ -136,6 +280,20 @@ impl ApiResource {
 pub trait TypedResource: Object {
     /// Where this resource lives on the server.
     fn api_resource() -> ApiResource;
+}
+
+/// A [`KubeObject`] whose API resource is known at compile time: every
+/// [`TypedResource`] and every lean type. What `Api::<K>::all` and
+/// `factory.informer::<K>()` require.
+pub trait KubeResource: KubeObject {
+    /// Where this resource lives on the server.
+    fn api_resource() -> ApiResource;
+}
+
+impl<K: TypedResource> KubeResource for K {
+    fn api_resource() -> ApiResource {
+        <K as TypedResource>::api_resource()
+    }
 }
 
 /// Whether a `k8s_openapi` resource scope is namespaced.
@@ -183,7 +341,7 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{ApiResource, Object, OwnerReference};
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 

@@ -1,7 +1,7 @@
 //! Ready-made transforms, applied to objects before they are stored (an
 //! informer's transform hook), to keep only what a controller reads.
 
-use crate::object::Object;
+use crate::object::KubeObject;
 
 /// Drops `metadata.managedFields`: server-side-apply bookkeeping that
 /// controllers rarely read and that is often the largest part of an
@@ -18,8 +18,8 @@ use crate::object::Object;
 /// strip_managed_fields(&mut cm);
 /// assert!(cm.meta().managed_fields.is_none());
 /// ```
-pub fn strip_managed_fields<K: Object>(obj: &mut K) {
-    obj.meta_mut().managed_fields = None;
+pub fn strip_managed_fields<K: KubeObject>(obj: &mut K) {
+    obj.drop_managed_fields();
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_indexer::{transform::strip_managed_fields, IndexFunc, Indexers, Object};
+use kcontrol_indexer::{transform::strip_managed_fields, IndexFunc, Indexers, KubeObject};
 use kcontrol_reflector::{
     BackoffConfig, ListerWatcher, ReflectorConfig, ReflectorError, ReflectorMetrics,
 };
@@ -23,7 +23,7 @@ type MakeSource<K> = Box<dyn FnOnce(ReflectorConfig<K>) -> Arc<dyn Source<K>> + 
 
 /// Options for a [`SharedIndexInformer`], from
 /// [`SharedIndexInformer::builder`].
-pub struct SharedIndexInformerBuilder<K: Object> {
+pub struct SharedIndexInformerBuilder<K: KubeObject> {
     name: Option<String>,
     make_source: MakeSource<K>,
     reflector: ReflectorConfig<K>,
@@ -33,7 +33,7 @@ pub struct SharedIndexInformerBuilder<K: Object> {
     clock: ResyncClock,
 }
 
-impl<K: Object> fmt::Debug for SharedIndexInformerBuilder<K> {
+impl<K: KubeObject> fmt::Debug for SharedIndexInformerBuilder<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedIndexInformerBuilder")
             .field("name", &self.name)
@@ -45,7 +45,7 @@ impl<K: Object> fmt::Debug for SharedIndexInformerBuilder<K> {
     }
 }
 
-impl<K: Object + DeserializeOwned> SharedIndexInformer<K> {
+impl<K: KubeObject + DeserializeOwned> SharedIndexInformer<K> {
     /// Options for an informer of the objects `lister_watcher` lists and
     /// watches (an [`Api<K>`](kcontrol_client::Api), or a
     /// [`ListWatch`](kcontrol_reflector::ListWatch) with selectors).
@@ -63,7 +63,7 @@ impl<K: Object + DeserializeOwned> SharedIndexInformer<K> {
     }
 }
 
-impl<K: Object> SharedIndexInformerBuilder<K> {
+impl<K: KubeObject> SharedIndexInformerBuilder<K> {
     pub(crate) fn with_source(make_source: MakeSource<K>) -> Self {
         Self {
             name: None,

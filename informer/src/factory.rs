@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcontrol_client::{Api, Client};
-use kcontrol_indexer::{ApiResource, DynamicObject, Object, PartialObjectMetadata, TypedResource};
+use kcontrol_indexer::{
+    ApiResource, DynamicObject, KubeObject, KubeResource, PartialObjectMetadata, TypedResource,
+};
 use kcontrol_reflector::{BackoffConfig, ListWatch, ListerWatcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -112,7 +114,7 @@ trait ErasedInformer: Send + Sync {
     fn as_any(self: Arc<Self>) -> Arc<dyn Any + Send + Sync>;
 }
 
-impl<K: Object> ErasedInformer for SharedIndexInformer<K> {
+impl<K: KubeObject> ErasedInformer for SharedIndexInformer<K> {
     fn run_boxed(
         self: Arc<Self>,
         shutdown: CancellationToken,
@@ -361,7 +363,7 @@ impl InformerFactoryBuilder {
     /// (client-go's `WithTransform`, per type). It replaces
     /// `strip_managed_fields` for `K`.
     #[must_use]
-    pub fn transform<K: Object>(
+    pub fn transform<K: KubeObject>(
         mut self,
         transform: impl Fn(K) -> K + Send + Sync + 'static,
     ) -> Self {
@@ -501,7 +503,7 @@ impl InformerFactory {
     /// created on first use.
     pub fn informer<K>(&self) -> Arc<SharedIndexInformer<K>>
     where
-        K: TypedResource + DeserializeOwned,
+        K: KubeResource + DeserializeOwned,
     {
         self.scoped_informer::<K>(self.scope.clone())
     }
@@ -518,7 +520,7 @@ impl InformerFactory {
     /// [`scope`](Self::scope) to extend it instead).
     pub fn scoped_informer<K>(&self, scope: InformerScope) -> Arc<SharedIndexInformer<K>>
     where
-        K: TypedResource + DeserializeOwned,
+        K: KubeResource + DeserializeOwned,
     {
         let resource = K::api_resource();
         self.get_or_create(&resource, scope, false, |client, ns| match ns {
@@ -612,7 +614,7 @@ impl InformerFactory {
         api: impl FnOnce(Client, Option<&str>) -> Api<K>,
     ) -> Arc<SharedIndexInformer<K>>
     where
-        K: Object + DeserializeOwned,
+        K: KubeObject + DeserializeOwned,
         Api<K>: ListerWatcher<K>,
     {
         let key = Self::key::<K>(resource, &scope, metadata_only);
@@ -671,7 +673,7 @@ impl InformerFactory {
         informer
     }
 
-    fn with_transform<K: Object>(
+    fn with_transform<K: KubeObject>(
         &self,
         builder: SharedIndexInformerBuilder<K>,
     ) -> SharedIndexInformerBuilder<K> {

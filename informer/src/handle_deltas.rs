@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use kcontrol_deltafifo::{Delta, Deltas, ProcessError};
-use kcontrol_indexer::{Object, StoreError};
+use kcontrol_indexer::{KubeObject, StoreError};
 
 use crate::informer::SharedIndexInformer;
 use crate::notification::Notification;
 
-impl<K: Object> SharedIndexInformer<K> {
+impl<K: KubeObject> SharedIndexInformer<K> {
     /// Applies a key's deltas, oldest first, under the `block_deltas` lock:
     ///
     /// - added, updated, replaced or synced: the object is stored; if it

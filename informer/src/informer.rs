@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kcontrol_deltafifo::{DeltaFifo, PopError};
-use kcontrol_indexer::{Indexers, KnownObjects, Lister, Object, ThreadSafeStore};
+use kcontrol_indexer::{Indexers, KnownObjects, KubeObject, Lister, ThreadSafeStore};
 use kcontrol_reflector::{ErrorHandlerFn, ReflectorError, TransformFn};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -26,12 +26,12 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Whether the informer's store holds its initial list: the FIFO's
 /// `has_synced`, remembered once true.
-pub(crate) struct StoreSync<K: Object> {
+pub(crate) struct StoreSync<K: KubeObject> {
     fifo: OnceLock<Arc<DeltaFifo<K>>>,
     synced: AtomicBool,
 }
 
-impl<K: Object> HasSynced for StoreSync<K> {
+impl<K: KubeObject> HasSynced for StoreSync<K> {
     fn has_synced(&self) -> bool {
         if self.synced.load(Ordering::Acquire) {
             return true;
@@ -71,7 +71,7 @@ pub(crate) struct Lifecycle {
 /// - IN4: per-handler resync periods, handler removal, and per-handler
 ///   `has_synced` that covers the store and the handler's initial list.
 /// - IN5: an optional transform before objects are stored.
-pub struct SharedIndexInformer<K: Object> {
+pub struct SharedIndexInformer<K: KubeObject> {
     pub(crate) id: u64,
     pub(crate) name: Arc<str>,
     pub(crate) store: Arc<ThreadSafeStore<K>>,
@@ -87,7 +87,7 @@ pub struct SharedIndexInformer<K: Object> {
     pub(crate) default_handler_resync: Duration,
 }
 
-impl<K: Object> fmt::Debug for SharedIndexInformer<K> {
+impl<K: KubeObject> fmt::Debug for SharedIndexInformer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let lc = self.lifecycle.lock();
         f.debug_struct("SharedIndexInformer")
@@ -102,7 +102,7 @@ impl<K: Object> fmt::Debug for SharedIndexInformer<K> {
 }
 
 /// The parts a builder assembles.
-pub(crate) struct Parts<K: Object> {
+pub(crate) struct Parts<K: KubeObject> {
     pub(crate) name: String,
     pub(crate) source: Arc<dyn Source<K>>,
     pub(crate) resync_period: Duration,
@@ -111,7 +111,7 @@ pub(crate) struct Parts<K: Object> {
     pub(crate) clock: crate::resync_clock::ResyncClock,
 }
 
-impl<K: Object> SharedIndexInformer<K> {
+impl<K: KubeObject> SharedIndexInformer<K> {
     pub(crate) fn from_parts(parts: Parts<K>) -> Arc<Self> {
         // The built-in namespace index serves an indexer of that name; the
         // names of the others are unique (a map's keys), so none is refused.
@@ -372,14 +372,14 @@ impl<K: Object> SharedIndexInformer<K> {
 /// Stops a running informer whose `run` future is dropped before it ends
 /// (its task aborted, or a `select!` that moved on): the reflector task is
 /// cancelled, the FIFO closed, and the handler threads told to end.
-struct RunGuard<'a, K: Object> {
+struct RunGuard<'a, K: KubeObject> {
     informer: &'a SharedIndexInformer<K>,
     fifo: &'a DeltaFifo<K>,
     source_shutdown: &'a CancellationToken,
     armed: bool,
 }
 
-impl<K: Object> Drop for RunGuard<'_, K> {
+impl<K: KubeObject> Drop for RunGuard<'_, K> {
     fn drop(&mut self) {
         if self.armed {
             self.source_shutdown.cancel();
@@ -390,7 +390,7 @@ impl<K: Object> Drop for RunGuard<'_, K> {
     }
 }
 
-impl<K: Object> HasSynced for SharedIndexInformer<K> {
+impl<K: KubeObject> HasSynced for SharedIndexInformer<K> {
     fn has_synced(&self) -> bool {
         SharedIndexInformer::has_synced(self)
     }
@@ -400,7 +400,7 @@ impl<K: Object> HasSynced for SharedIndexInformer<K> {
     }
 }
 
-impl<K: Object> Drop for SharedIndexInformer<K> {
+impl<K: KubeObject> Drop for SharedIndexInformer<K> {
     fn drop(&mut self) {
         // Handler threads hold their listener, not the informer: end them.
         drop(self.processor.stop_all());

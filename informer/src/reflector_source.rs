@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use kcontrol_reflector::{ListerWatcher, Reflector, ReflectorConfig};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -12,14 +12,14 @@ use serde::de::DeserializeOwned;
 use crate::source::{Source, SourceContext, SourceFuture};
 
 /// A reflector, created when the informer starts.
-pub(crate) struct ReflectorSource<K: Object> {
+pub(crate) struct ReflectorSource<K: KubeObject> {
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     /// The reflector's options until start; taken then.
     config: Mutex<Option<ReflectorConfig<K>>>,
     reflector: OnceLock<Arc<Reflector<K>>>,
 }
 
-impl<K: Object> ReflectorSource<K> {
+impl<K: KubeObject> ReflectorSource<K> {
     pub(crate) fn new(
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         config: ReflectorConfig<K>,
@@ -32,7 +32,7 @@ impl<K: Object> ReflectorSource<K> {
     }
 }
 
-impl<K: Object + DeserializeOwned> Source<K> for ReflectorSource<K> {
+impl<K: KubeObject + DeserializeOwned> Source<K> for ReflectorSource<K> {
     fn configure(&self, change: &mut dyn FnMut(&mut ReflectorConfig<K>)) -> bool {
         match self.config.lock().as_mut() {
             Some(config) => {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 
 use crate::async_handler::AsyncResourceEventHandler;
 use crate::error::InformerError;
@@ -19,7 +19,7 @@ use crate::synced::HasSynced;
 /// The shortest resync period a handler gets (client-go's `minimumResyncPeriod`).
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
-impl<K: Object> SharedIndexInformer<K> {
+impl<K: KubeObject> SharedIndexInformer<K> {
     /// Registers a handler with the informer's resync period. See
     /// [`add_event_handler_with_options`](Self::add_event_handler_with_options).
     pub fn add_event_handler<H>(&self, handler: H) -> Result<HandlerRegistration, InformerError>

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcontrol_deltafifo::DeltaFifo;
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use kcontrol_reflector::ReflectorConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// What a source gets when the informer starts.
-pub(crate) struct SourceContext<K: Object> {
+pub(crate) struct SourceContext<K: KubeObject> {
     /// The FIFO to fill (its known objects are the informer's store).
     pub(crate) fifo: Arc<DeltaFifo<K>>,
     /// How often to ask `should_resync`; `None`: never.
@@ -31,7 +31,7 @@ pub(crate) struct SourceContext<K: Object> {
 pub(crate) type SourceFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Fills an informer's FIFO.
-pub(crate) trait Source<K: Object>: Send + Sync + 'static {
+pub(crate) trait Source<K: KubeObject>: Send + Sync + 'static {
     /// Changes the reflector's options before start; `false` if it has
     /// started (or has no such options).
     fn configure(&self, change: &mut dyn FnMut(&mut ReflectorConfig<K>)) -> bool {
@@ -61,11 +61,11 @@ mod feed {
 
     /// A source the test drives: it hands over the FIFO and the resync hook.
     #[derive(Default)]
-    pub(crate) struct FeedSource<K: Object> {
+    pub(crate) struct FeedSource<K: KubeObject> {
         started: Mutex<Option<Started<K>>>,
     }
 
-    impl<K: Object> FeedSource<K> {
+    impl<K: KubeObject> FeedSource<K> {
         /// The FIFO, once the informer runs.
         pub(crate) fn fifo(&self) -> Option<Arc<DeltaFifo<K>>> {
             self.started.lock().as_ref().map(|(f, _, _)| Arc::clone(f))
@@ -91,7 +91,7 @@ mod feed {
         }
     }
 
-    impl<K: Object> Source<K> for FeedSource<K> {
+    impl<K: KubeObject> Source<K> for FeedSource<K> {
         fn start(&self, ctx: SourceContext<K>) -> SourceFuture {
             *self.started.lock() = Some((ctx.fifo, ctx.should_resync, ctx.resync_period));
             let shutdown = ctx.shutdown;

@@ -110,6 +110,9 @@ pub use error::{Error, Result};
 /// Defines a custom resource type in one macro call (see
 /// [`indexer::custom_resource!`]).
 pub use kcontrol_indexer::custom_resource;
+/// Define a lean type of a resource (only the fields read, compact
+/// metadata; see [`indexer::lean_resource!`]).
+pub use kcontrol_indexer::lean_resource;
 
 /// The token that stops informers, factories and waits (tokio-util's), so
 /// a controller needs no tokio-util dependency of its own.

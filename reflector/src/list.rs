@@ -8,7 +8,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use kcontrol_client::{ListParams, ListStream, ResourceVersionMatch};
 use kcontrol_deltafifo::ReplaceStream;
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 
 use crate::error::ReflectorError;
@@ -28,7 +28,7 @@ struct Page {
 
 impl<K> Reflector<K>
 where
-    K: Object + DeserializeOwned,
+    K: KubeObject + DeserializeOwned,
 {
     /// Lists into the FIFO (client-go's `list`): at the version RF1 asks
     /// for, retried at once at `""` when that version is unavailable.

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use kcontrol_client::{Api, Error, ListParams, ListStream, ObjectList, WatchEvent, WatchParams};
-use kcontrol_indexer::{ApiResource, Object};
+use kcontrol_indexer::{ApiResource, KubeObject};
 use serde::de::DeserializeOwned;
 
 /// A stream of watch events, as a [`ListerWatcher`] returns it.
@@ -57,7 +57,7 @@ pub trait ListerWatcher<K: Send + 'static>: Send + Sync + 'static {
 
 impl<K> ListerWatcher<K> for Api<K>
 where
-    K: Object + DeserializeOwned,
+    K: KubeObject + DeserializeOwned,
 {
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
         Box::pin(Api::list(self, params))
@@ -188,7 +188,7 @@ impl<K> ListWatch<K> {
 
 impl<K> ListerWatcher<K> for ListWatch<K>
 where
-    K: Object + DeserializeOwned,
+    K: KubeObject + DeserializeOwned,
 {
     fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
         Box::pin(async move { Api::list(&self.api, &self.list_params(params)).await })

@@ -16,7 +16,7 @@ use std::time::Duration;
 use kcontrol_client::ResourceVersionMatch;
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::{
-    ApiResource, DynamicObject, Object, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
+    ApiResource, DynamicObject, KubeObject, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
 };
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -120,7 +120,7 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 /// retried at `""`, an expired continue token, a re-watch, the WatchList
 /// fallback; those are logged at debug),
 /// and reports to [`metrics`](ReflectorConfig::metrics).
-pub struct Reflector<K: Object> {
+pub struct Reflector<K: KubeObject> {
     pub(crate) lister_watcher: Arc<dyn ListerWatcher<K>>,
     pub(crate) fifo: Arc<DeltaFifo<K>>,
     pub(crate) config: ReflectorConfig<K>,
@@ -132,7 +132,7 @@ pub struct Reflector<K: Object> {
     running: AtomicBool,
 }
 
-impl<K: Object> fmt::Debug for Reflector<K> {
+impl<K: KubeObject> fmt::Debug for Reflector<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Reflector")
             .field("name", &self.config.name)
@@ -153,7 +153,7 @@ impl Drop for RunningGuard<'_> {
 
 impl<K> Reflector<K>
 where
-    K: Object + DeserializeOwned,
+    K: KubeObject + DeserializeOwned,
 {
     /// A reflector that fills `fifo` from `lister_watcher`. Nothing happens
     /// until [`run`](Self::run).

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kcontrol_client::{WatchEvent, WatchParams};
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
@@ -26,7 +26,7 @@ const BAD_EVENTS_BEFORE_RELIST: u32 = 3;
 
 impl<K> Reflector<K>
 where
-    K: Object + DeserializeOwned,
+    K: KubeObject + DeserializeOwned,
 {
     /// Watches until a relist is needed (the error says why), starting
     /// with `initial` (a WatchList stream past its initial events) if given.
@@ -201,6 +201,6 @@ where
 }
 
 /// An object's resourceVersion, taken before any transform.
-fn version_of<K: Object>(obj: &K) -> Option<String> {
+fn version_of<K: KubeObject>(obj: &K) -> Option<String> {
     obj.resource_version().map(str::to_owned)
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use kcontrol_client::{Error as ClientError, WatchEvent, WatchParams};
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 
 use crate::backoff::watch_timeout_seconds;
@@ -35,7 +35,7 @@ fn unsupported(reason: &str) -> ReflectorError {
 
 impl<K> Reflector<K>
 where
-    K: Object + DeserializeOwned,
+    K: KubeObject + DeserializeOwned,
 {
     /// Syncs through WatchList; the watch to go on with once the initial
     /// events are in the FIFO. A version the server no longer serves (or

@@ -113,6 +113,7 @@ async fn latencies(server: &TestServer, watch_list: bool, rate: u64) -> Result<V
         namespace: NAMESPACE.to_owned(),
         objects: OBJECTS,
         watch_list,
+        kind: "full",
         malloc_conf: None,
     };
     let informer = builder(&spec)?.build();

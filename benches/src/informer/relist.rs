@@ -80,6 +80,7 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
                 namespace: NAMESPACE.to_owned(),
                 objects: OBJECTS,
                 watch_list,
+                kind: "full",
                 malloc_conf,
             };
             let out = spec.run("relist")?;

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::serde::de::DeserializeOwned;
+use kcontrol_indexer::KubeObject;
 use kcontrol_informer::{HandlerRegistration, SharedIndexInformer};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -19,7 +20,7 @@ pub struct Running {
 
 impl Running {
     /// Spawns `informer.run` on the current runtime.
-    pub fn start(informer: &Arc<SharedIndexInformer<ConfigMap>>) -> Self {
+    pub fn start<K: KubeObject + DeserializeOwned>(informer: &Arc<SharedIndexInformer<K>>) -> Self {
         let shutdown = CancellationToken::new();
         let task = tokio::spawn({
             let (informer, shutdown) = (Arc::clone(informer), shutdown.clone());
@@ -34,8 +35,8 @@ impl Running {
 
     /// Spawns `informer.run` and waits, for at most `limit`, until `synced`
     /// has synced.
-    pub async fn synced(
-        informer: &Arc<SharedIndexInformer<ConfigMap>>,
+    pub async fn synced<K: KubeObject + DeserializeOwned>(
+        informer: &Arc<SharedIndexInformer<K>>,
         synced: &HandlerRegistration,
         limit: Duration,
     ) -> Result<Self, String> {

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::serde::de::DeserializeOwned;
 use kcontrol_client::{Api, ObjectList};
+use kcontrol_indexer::compact::CompactConfigMap;
+use kcontrol_indexer::{KubeObject, PartialObjectMetadata};
 use kcontrol_informer::{
     HandlerRegistration, ResourceEventHandlerFuncs, SharedIndexInformer, SharedIndexInformerBuilder,
 };
@@ -43,15 +46,24 @@ pub fn bench(
         namespace: namespace.to_owned(),
         objects,
         watch_list: false,
+        kind: "full",
         malloc_conf: None,
     };
     let decode = spec.run("informer")?;
     let decode_seconds = field(&decode, "decode_seconds")?;
     let decode_warm_seconds = field(&decode, "decode_warm_seconds")?;
     let decoded_rss = bytes_field(&decode, "decoded_rss_bytes")?;
-    for watch_list in [false, true] {
+    let runs = [
+        (false, "full"),
+        (true, "full"),
+        (false, "compact"),
+        (true, "compact"),
+        (false, "metadata"),
+    ];
+    for (watch_list, kind) in runs {
         spec.role = "sync".to_owned();
         spec.watch_list = watch_list;
+        spec.kind = kind;
         let sync = spec.run("informer")?;
         let sync_seconds = field(&sync, "sync_seconds")?;
         let peak = bytes_field(&sync, "peak_rss_bytes")?;
@@ -64,6 +76,11 @@ pub fn bench(
         report.row(row([
             ("scenario", json!(scenario)),
             ("objects", json!(objects)),
+            ("cached_type", json!(match kind {
+                "compact" => "CompactConfigMap",
+                "metadata" => "PartialObjectMetadata<ConfigMap> (metadata-only informer)",
+                _ => "ConfigMap",
+            })),
             ("sync_seconds", json!(sync_seconds)),
             ("decode_seconds", json!(decode_seconds)),
             ("ratio", json!(sync_seconds / decode_seconds)),
@@ -130,10 +147,32 @@ pub fn builder(spec: &ChildSpec) -> Result<SharedIndexInformerBuilder<ConfigMap>
         .strip_managed_fields())
 }
 
-/// Child: one informer's initial sync, measured.
+/// Child: one informer's initial sync, measured, of the type the spec asks.
 pub async fn sync_child(spec: &ChildSpec) -> Result<Value, String> {
+    let client = client(&spec.url)?;
+    let ns = &spec.namespace;
+    match spec.kind {
+        "compact" => {
+            let api = Api::<CompactConfigMap>::namespaced(client, ns);
+            sync_of(spec, SharedIndexInformer::builder(api)).await
+        }
+        "metadata" => {
+            let api = Api::<ConfigMap>::namespaced(client, ns).metadata();
+            let builder = SharedIndexInformer::<PartialObjectMetadata<ConfigMap>>::builder(api);
+            sync_of(spec, builder.strip_managed_fields()).await
+        }
+        _ => sync_of(spec, builder(spec)?).await,
+    }
+}
+
+/// One informer's initial sync, measured.
+async fn sync_of<K: KubeObject + DeserializeOwned>(
+    spec: &ChildSpec,
+    builder: SharedIndexInformerBuilder<K>,
+) -> Result<Value, String> {
     let counts = Arc::new(SyncCounts::default());
-    let informer = builder(spec)?
+    let informer = builder
+        .use_watch_list(spec.watch_list)
         .reflector_metrics(Arc::clone(&counts) as Arc<dyn ReflectorMetrics>)
         .build();
     let adds = Arc::new(AtomicUsize::new(0));
@@ -211,17 +250,17 @@ impl SyncCounts {
 
 /// Registers a handler that counts adds (the least a controller's handler
 /// does: look at each object once).
-pub fn counting_handler(
-    informer: &SharedIndexInformer<ConfigMap>,
+pub fn counting_handler<K: KubeObject>(
+    informer: &SharedIndexInformer<K>,
     adds: &Arc<AtomicUsize>,
 ) -> Result<HandlerRegistration, String> {
     let adds = Arc::clone(adds);
     informer
-        .add_event_handler(ResourceEventHandlerFuncs::new().add_func(
-            move |cm: &Arc<ConfigMap>, _| {
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new().add_func(move |cm: &Arc<K>, _| {
                 black_box(cm);
                 adds.fetch_add(1, Ordering::Relaxed);
-            },
-        ))
+            }),
+        )
         .map_err(|e| format!("adding the handler: {e}"))
 }

@@ -13,8 +13,9 @@ use std::process::Command;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_indexer::compact::CompactConfigMap;
 use kcontrol_indexer::transform::strip_managed_fields;
-use kcontrol_indexer::ThreadSafeStore;
+use kcontrol_indexer::{PartialObjectMetadata, ThreadSafeStore};
 use serde_json::json;
 
 use super::N;
@@ -33,7 +34,13 @@ const ALLOCATOR: &str = if cfg!(feature = "jemalloc") {
 };
 
 /// Each phase: what it keeps alive once done.
-const PHASES: [&str; 3] = ["decoded", "store", "store-full"];
+const PHASES: [&str; 5] = [
+    "decoded",
+    "store",
+    "store-full",
+    "store-compact",
+    "store-metadata",
+];
 
 /// The phase this process should run, when it is a child.
 pub fn child_phase() -> Option<String> {
@@ -58,6 +65,13 @@ impl Input {
     }
 
     fn objects(&self) -> impl Iterator<Item = Result<ConfigMap, String>> + '_ {
+        self.decoded()
+    }
+
+    /// Every object decoded straight from its JSON into `T`.
+    fn decoded<T: k8s_openapi::serde::de::DeserializeOwned>(
+        &self,
+    ) -> impl Iterator<Item = Result<T, String>> + '_ {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(self.ends.iter().copied()).map(|(start, end)| {
             let slice = self.bytes.get(start..end).unwrap_or_default();
@@ -70,6 +84,8 @@ impl Input {
 enum Kept {
     Decoded(Vec<Arc<ConfigMap>>),
     Store(ThreadSafeStore<ConfigMap>),
+    Compact(ThreadSafeStore<CompactConfigMap>),
+    Metadata(ThreadSafeStore<PartialObjectMetadata<ConfigMap>>),
 }
 
 fn run_phase(phase: &str, input: &Input) -> Result<Kept, String> {
@@ -92,6 +108,22 @@ fn run_phase(phase: &str, input: &Input) -> Result<Kept, String> {
             }
             Ok(Kept::Store(store))
         }
+        "store-compact" => {
+            let store = ThreadSafeStore::new();
+            for obj in input.decoded::<CompactConfigMap>() {
+                store.add(Arc::new(obj?)).map_err(|e| e.to_string())?;
+            }
+            Ok(Kept::Compact(store))
+        }
+        "store-metadata" => {
+            let store = ThreadSafeStore::new();
+            for obj in input.decoded::<PartialObjectMetadata<ConfigMap>>() {
+                let mut obj = obj?;
+                strip_managed_fields(&mut obj);
+                store.add(Arc::new(obj)).map_err(|e| e.to_string())?;
+            }
+            Ok(Kept::Metadata(store))
+        }
         other => Err(format!("unknown memory phase {other:?}")),
     }
 }
@@ -105,6 +137,8 @@ pub fn run_child(phase: &str) -> Result<(), String> {
     let count = match black_box(&kept) {
         Kept::Decoded(v) => v.len(),
         Kept::Store(s) => s.len(),
+        Kept::Compact(s) => s.len(),
+        Kept::Metadata(s) => s.len(),
     };
     if count != N {
         return Err(format!("phase {phase} kept {count} objects, want {N}"));
@@ -142,7 +176,7 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
     for phase in PHASES {
         per_object.push(measure(phase)?);
     }
-    let [decoded, store, full] = per_object[..] else {
+    let [decoded, store, full, compact, metadata] = per_object[..] else {
         return Err("missing phase result".to_owned());
     };
     let json_bytes = fixtures::configmap_json(N / 2, N as u64).len();
@@ -151,11 +185,14 @@ pub fn bench(report: &mut Report) -> Result<(), String> {
         ("objects", json!(N)),
         ("store_bytes_per_object", json!(store.round())),
         ("store_bytes_per_object_full", json!(full.round())),
+        ("compact_store_bytes_per_object", json!(compact.round())),
+        ("compact_to_store", json!(compact / store)),
+        ("metadata_store_bytes_per_object", json!(metadata.round())),
         ("decoded_bytes_per_object", json!(decoded.round())),
         ("full_to_decoded", json!(full / decoded)),
         ("json_bytes_per_object", json!(json_bytes)),
         ("allocator", json!(ALLOCATOR)),
-        ("measured", json!("VmRSS growth per object, one fresh child process per phase: decode (+ strip managedFields for store_bytes_per_object) + add() into an empty store with the namespace index; decoded = the same objects in a Vec<Arc<ConfigMap>>")),
+        ("measured", json!("VmRSS growth per object, one fresh child process per phase: decode (+ strip managedFields for store_bytes_per_object) + add() into an empty store with the namespace index; decoded = the same objects in a Vec<Arc<ConfigMap>>; compact = CompactConfigMap decoded straight from the JSON into the same store (managedFields skipped while decoding); metadata = PartialObjectMetadata<ConfigMap> (the full ObjectMeta, managedFields stripped): what a metadata-only informer holds")),
     ]));
     Ok(())
 }

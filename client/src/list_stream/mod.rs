@@ -20,7 +20,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt, TryStreamExt};
 use http_body_util::BodyDataStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kcontrol_indexer::Object;
+use kcontrol_indexer::KubeObject;
 use serde::de::{DeserializeOwned, Error as _, IgnoredAny};
 
 pub use scanner::{ListPart, ListScanner, ScanError};
@@ -374,7 +374,7 @@ impl<K: DeserializeOwned> Stream for ListStream<K> {
 
 impl<K> Unpin for ListStream<K> {}
 
-impl<K: Object + DeserializeOwned> Api<K> {
+impl<K: KubeObject + DeserializeOwned> Api<K> {
     /// Lists one page like [`list`](Self::list), but hands the objects out
     /// one at a time as the body arrives, so the page is never held whole
     /// (a list at resourceVersion `"0"` may be one page of every object).

@@ -33,6 +33,8 @@ use std::str::FromStr;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
+use crate::object::StringMap;
+
 pub use parser::{SelectorError, SelectorErrorKind};
 pub use requirement::{Operator, Requirement, RequirementError};
 pub use validation::{validate_key, validate_value};
@@ -126,7 +128,7 @@ impl Selector {
     }
 
     /// Whether a label set satisfies every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches<L: StringMap + ?Sized>(&self, labels: &L) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 

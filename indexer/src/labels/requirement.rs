@@ -1,7 +1,7 @@
 //! One label [`Requirement`] (`key op values`), its [`Operator`], how it
 //! matches a label set and how it prints.
 
-use std::collections::BTreeMap;
+use crate::object::StringMap;
 use std::fmt;
 
 use super::validation::{validate_key, validate_value};
@@ -195,8 +195,8 @@ impl Requirement {
     }
 
     /// Whether a label set satisfies this requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
+    pub fn matches<L: StringMap + ?Sized>(&self, labels: &L) -> bool {
+        let value = labels.value_of(&self.key);
         match self.operator {
             Operator::Equals | Operator::DoubleEquals | Operator::In => {
                 value.is_some_and(|v| self.has_value(v))
@@ -267,6 +267,7 @@ impl fmt::Display for Requirement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

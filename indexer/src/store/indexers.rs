@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::object::Object;
+use crate::object::KubeObject;
 
 /// Name of the built-in index of objects by namespace (`""` for cluster-scoped objects).
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -22,7 +22,7 @@ pub type Indexers<K> = BTreeMap<String, IndexFunc<K>>;
 
 /// The namespace index function as a plain function: `[namespace]`, or
 /// `[""]` for a cluster-scoped object.
-pub fn namespace_index_func<K: Object>(obj: &K) -> Vec<String> {
+pub fn namespace_index_func<K: KubeObject>(obj: &K) -> Vec<String> {
     vec![obj.namespace().unwrap_or_default().to_owned()]
 }
 
@@ -43,7 +43,7 @@ impl<K> Clone for IndexFn<K> {
     }
 }
 
-impl<K: Object> IndexFn<K> {
+impl<K: KubeObject> IndexFn<K> {
     /// The index values of `obj`.
     pub(crate) fn values<'a>(&self, obj: &'a K) -> Values<'a> {
         match self {

@@ -23,7 +23,7 @@ use parking_lot::{RwLock, RwLockUpgradableReadGuard};
 
 use crate::keys::{meta_namespace_key, KeyError};
 use crate::known::KnownObjects;
-use crate::object::Object;
+use crate::object::KubeObject;
 use index::{Entries, EntriesIter, Hasher, Index};
 use indexers::{IndexFn, Values};
 
@@ -118,7 +118,7 @@ pub struct ThreadSafeStore<K> {
     inner: RwLock<Inner<K>>,
 }
 
-impl<K: Object> Default for ThreadSafeStore<K> {
+impl<K: KubeObject> Default for ThreadSafeStore<K> {
     fn default() -> Self {
         Self::new()
     }
@@ -137,7 +137,7 @@ impl<K> fmt::Debug for ThreadSafeStore<K> {
     }
 }
 
-impl<K: Object> ThreadSafeStore<K> {
+impl<K: KubeObject> ThreadSafeStore<K> {
     /// An empty store with the built-in [`NAMESPACE_INDEX`].
     pub fn new() -> Self {
         Self::with_namespace_index_and(Indexers::new())
@@ -510,7 +510,7 @@ impl<K: Object> ThreadSafeStore<K> {
 }
 
 /// An index of `items` computed from scratch.
-fn build_index<K: Object>(
+fn build_index<K: KubeObject>(
     func: &IndexFn<K>,
     items: &HashMap<Arc<str>, Arc<K>, Hasher>,
 ) -> Index<K> {
@@ -523,7 +523,7 @@ fn build_index<K: Object>(
     index
 }
 
-impl<K: Object> KnownObjects<K> for ThreadSafeStore<K> {
+impl<K: KubeObject> KnownObjects<K> for ThreadSafeStore<K> {
     fn list_keys(&self) -> Vec<String> {
         ThreadSafeStore::list_keys(self)
     }

@@ -10,4 +10,5 @@ mod e2e;
 mod factory;
 #[cfg(feature = "prometheus")]
 mod factory_metrics;
+mod lean;
 mod support;
