@@ -18,6 +18,8 @@
 //! - [`from_map`](EnqueueHandler::from_map): the keys a function gives
 //!   (resyncs skipped).
 //!
+//! [`observe_expectations`](EnqueueHandler::observe_expectations) lowers
+//! the [`Expectations`] of the keys an add or a deletion maps to (CT18);
 //! [`skip_resyncs`](EnqueueHandler::skip_resyncs) changes the resync rule;
 //! [`with_predicate`](EnqueueHandler::with_predicate) filters events first.
 //! An update enqueues the keys of both states (an owner reference or a
@@ -45,6 +47,7 @@ use kcontrol_indexer::{meta_namespace_key, Lister, Object, ObjectOrTombstone, Ty
 use kcontrol_informer::ResourceEventHandler;
 use kcontrol_workqueue::RateLimitingQueue;
 
+use crate::expectations::Expectations;
 use crate::owner::{get_controller_of, group_of};
 use crate::predicate::{Change, Predicate};
 
@@ -70,6 +73,7 @@ pub struct EnqueueHandler<K> {
     mapping: Mapping<K>,
     predicate: Option<Predicate<K>>,
     skip_resyncs: bool,
+    expectations: Option<Expectations>,
 }
 
 impl<K> fmt::Debug for EnqueueHandler<K> {
@@ -92,6 +96,7 @@ impl<K> fmt::Debug for EnqueueHandler<K> {
             .field("mapping", &mapping)
             .field("predicate", &self.predicate.is_some())
             .field("skip_resyncs", &self.skip_resyncs)
+            .field("expectations", &self.expectations.is_some())
             .finish()
     }
 }
@@ -104,6 +109,7 @@ impl<K: Object> EnqueueHandler<K> {
             mapping: Mapping::Object,
             predicate: None,
             skip_resyncs: false,
+            expectations: None,
         }
     }
 
@@ -124,6 +130,7 @@ impl<K: Object> EnqueueHandler<K> {
             },
             predicate: None,
             skip_resyncs: true,
+            expectations: None,
         }
     }
 
@@ -158,6 +165,7 @@ impl<K: Object> EnqueueHandler<K> {
             mapping: Mapping::Func(Arc::new(move |obj| map(obj).into_iter().collect())),
             predicate: None,
             skip_resyncs: true,
+            expectations: None,
         }
     }
 
@@ -166,6 +174,17 @@ impl<K: Object> EnqueueHandler<K> {
     #[must_use]
     pub fn skip_resyncs(mut self, skip: bool) -> Self {
         self.skip_resyncs = skip;
+        self
+    }
+
+    /// Each add lowers the creations `expectations` expect for the keys
+    /// it maps to ([`Expectations::creation_observed`]), each deletion the
+    /// deletions ([`Expectations::deletion_observed`]), before the keys are
+    /// enqueued: with [`for_owner`](Self::for_owner), a controller's
+    /// creates and deletes of owned objects are seen for its key (CT18).
+    #[must_use]
+    pub fn observe_expectations(mut self, expectations: Expectations) -> Self {
+        self.expectations = Some(expectations);
         self
     }
 
@@ -242,6 +261,9 @@ impl<K: Object> ResourceEventHandler<K> for EnqueueHandler<K> {
         if self.passes(&Change::Added(obj)) {
             let mut keys = Vec::with_capacity(1);
             self.keys_of(obj, &mut keys);
+            if let Some(expectations) = &self.expectations {
+                keys.iter().for_each(|k| expectations.creation_observed(k));
+            }
             self.enqueue(keys);
         }
     }
@@ -265,13 +287,15 @@ impl<K: Object> ResourceEventHandler<K> for EnqueueHandler<K> {
         if !self.passes(&Change::Deleted(obj.object())) {
             return;
         }
-        if let (Mapping::Object, ObjectOrTombstone::Tombstone(t)) = (&self.mapping, obj) {
-            // the tombstone's key is the one the store used
-            self.enqueue(vec![t.key.clone()]);
-            return;
-        }
         let mut keys = Vec::with_capacity(1);
-        self.keys_of(obj.object(), &mut keys);
+        match (&self.mapping, obj) {
+            // the tombstone's key is the one the store used
+            (Mapping::Object, ObjectOrTombstone::Tombstone(t)) => keys.push(t.key.clone()),
+            _ => self.keys_of(obj.object(), &mut keys),
+        }
+        if let Some(expectations) = &self.expectations {
+            keys.iter().for_each(|k| expectations.deletion_observed(k));
+        }
         self.enqueue(keys);
     }
 }
@@ -461,5 +485,34 @@ mod tests {
         ns_store.add(team).unwrap();
         h.on_add(&cm, false);
         assert_eq!(drain(&queue), ["team"]);
+    }
+
+    #[test]
+    fn ct18_adds_and_deletions_lower_the_owners_expectations() {
+        let queue = RateLimitingQueue::new();
+        let expectations = Expectations::new();
+        let h = EnqueueHandler::<ReplicaSet>::for_owner::<Deployment>(queue.clone())
+            .observe_expectations(expectations.clone());
+        let web = obj::<Deployment>(Some("ns"), "web", "1");
+        expectations.expect_creations("ns/web", 2);
+        h.on_add(&owned_rs(&web, "web-1", "1"), false);
+        assert!(!expectations.satisfied("ns/web"));
+        // an update is neither a creation nor a deletion
+        h.on_update(&owned_rs(&web, "web-1", "1"), &owned_rs(&web, "web-1", "2"));
+        assert!(!expectations.satisfied("ns/web"));
+        h.on_add(&owned_rs(&web, "web-2", "3"), false);
+        assert!(expectations.satisfied("ns/web"));
+        assert_eq!(drain(&queue), ["ns/web"]);
+
+        expectations.expect_deletions("ns/web", 1);
+        h.on_delete(&ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: "ns/web-1".into(),
+            obj: owned_rs(&web, "web-1", "2"),
+        }));
+        assert!(expectations.satisfied("ns/web"));
+        // an object owned by something else lowers nothing
+        expectations.expect_creations("ns/web", 1);
+        h.on_add(&obj::<ReplicaSet>(Some("ns"), "orphan", "1"), false);
+        assert!(!expectations.satisfied("ns/web"));
     }
 }

@@ -12,8 +12,10 @@
 //!   `processNextWorkItem` loop, panics contained, graceful drain),
 //!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
 //!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`;
-//! - operator helpers: [`finalizer()`] (cleanup before deletion) and
-//!   [`conditions`] (status conditions).
+//! - operator helpers: [`finalizer()`] (cleanup before deletion),
+//!   [`conditions`] (status conditions) and [`expectations`] (creations
+//!   and deletions not yet seen in the cache, client-go's
+//!   `ControllerExpectations`).
 //!
 //! Running them in production:
 //!
@@ -30,6 +32,7 @@
 
 mod builder;
 pub mod conditions;
+pub mod expectations;
 pub mod finalizer;
 pub mod handlers;
 pub mod health;
@@ -43,6 +46,7 @@ pub mod signals;
 pub mod workers;
 
 pub use builder::{Controller, ControllerBuilder, ControllerError};
+pub use expectations::Expectations;
 pub use finalizer::{finalizer, FinalizerError};
 pub use health::{Health, Readiness, SharedRegistry};
 pub use leader_election::{
