@@ -23,6 +23,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::events::Recorder;
 use kcontrol_client::Client;
 use kcontrol_controller::handlers::EnqueueHandler;
+use kcontrol_controller::predicate::{Change, Predicate};
 use kcontrol_controller::workers::{run_workers_with, ShutdownReport, WorkerError, WorkerOptions};
 use kcontrol_controller::{Health, LeaderElectionConfig, LeaderElector};
 use kcontrol_indexer::Lister;
@@ -168,11 +169,15 @@ impl Controller {
         let foos_informer = factory.informer::<Foo>();
         let deployments_informer = factory.informer::<Deployment>();
 
-        // a Foo's events enqueue its key (resyncs included: the repair
-        // path); a Deployment's enqueue the Foo controlling it, when that
-        // Foo is in the cache (handleObject)
+        // a Foo's adds and updates enqueue its key (resyncs included: the
+        // repair path; its deletion nothing, the garbage collector removes
+        // the Deployment); a Deployment's events enqueue the Foo
+        // controlling it, when that Foo is in the cache (handleObject)
+        let not_deleted = Predicate::new(|change| !matches!(change, Change::Deleted(_)));
         let registrations = vec![
-            foos_informer.add_event_handler(EnqueueHandler::for_object(queue.clone()))?,
+            foos_informer.add_event_handler(
+                EnqueueHandler::for_object(queue.clone()).with_predicate(not_deleted),
+            )?,
             deployments_informer.add_event_handler(EnqueueHandler::for_cached_owner::<Foo>(
                 queue.clone(),
                 foos_informer.lister(),
