@@ -483,7 +483,14 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
                 return Err(e);
             }
         };
-        if !wait_for_caches(&shutdown, &setup.registrations, &name).await {
+        let registrations: Vec<&dyn HasSynced> = setup
+            .registrations
+            .iter()
+            .map(|r| r as &dyn HasSynced)
+            .collect();
+        let synced_now = wait_for_caches(&shutdown, &registrations, &name).await;
+        drop(registrations);
+        if !synced_now {
             setup.stop_sources(own_factory).await;
             queue.shut_down();
             return Ok(());
@@ -529,18 +536,33 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     }
 }
 
-/// Waits for every handler registration (a registration syncs once the
-/// informer's store holds the initial list and the handler has handled
-/// it); false when shutdown came first.
-async fn wait_for_caches(
+/// The cache-sync barrier of a controller (client-go's
+/// `cache.WaitForCacheSync` before the workers start): waits until every
+/// one of `synced` has synced — informers, and handler registrations (a
+/// registration syncs once the informer's store holds the initial list
+/// and the handler has handled it) — saying every 10 s that it still
+/// waits (an unreachable server, a resource not installed). False when
+/// `shutdown` came first.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use kcontrol_controller::wait_for_caches;
+/// use kcontrol_informer::SyncedFn;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let ready = SyncedFn(|| true);
+/// assert!(wait_for_caches(&CancellationToken::new(), &[&ready], "demo").await);
+/// # }
+/// ```
+pub async fn wait_for_caches(
     shutdown: &CancellationToken,
-    registrations: &[HandlerRegistration],
+    synced: &[&dyn HasSynced],
     name: &str,
 ) -> bool {
-    let synced: Vec<&dyn HasSynced> = registrations.iter().map(|r| r as &dyn HasSynced).collect();
     let mut waited = Duration::ZERO;
     loop {
-        match wait_for_cache_sync(shutdown, Some(SYNC_WARN_INTERVAL), &synced).await {
+        match wait_for_cache_sync(shutdown, Some(SYNC_WARN_INTERVAL), synced).await {
             Ok(()) => return true,
             Err(CacheSyncError::Shutdown { .. }) => return false,
             Err(e) => {
@@ -587,5 +609,27 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcontrol_informer::SyncedFn;
+
+    #[tokio::test]
+    async fn ct9_the_barrier_waits_for_every_source_or_shutdown() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let later = Arc::clone(&flag);
+        let informer = SyncedFn(move || flag.load(Ordering::SeqCst));
+        let registration = SyncedFn(|| true);
+        tokio::spawn(async move { later.store(true, Ordering::SeqCst) });
+        let shutdown = CancellationToken::new();
+        assert!(wait_for_caches(&shutdown, &[&informer, &registration], "test").await);
+
+        let never = SyncedFn(|| false);
+        let cancel = shutdown.clone();
+        tokio::spawn(async move { cancel.cancel() });
+        assert!(!wait_for_caches(&shutdown, &[&registration, &never], "test").await);
     }
 }

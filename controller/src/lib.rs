@@ -11,7 +11,8 @@
 //!   an object's key, or its controller owner's), [`run_workers`] (client-go's
 //!   `processNextWorkItem` loop, panics contained, graceful drain),
 //!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
-//!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`;
+//!   [`wait_for_caches`] (the cache-sync barrier over informers and
+//!   handler registrations);
 //! - operator helpers: [`finalizer()`] (cleanup before deletion),
 //!   [`conditions`] (status conditions) and [`expectations`] (creations
 //!   and deletions not yet seen in the cache, client-go's
@@ -45,7 +46,7 @@ mod reconciler;
 pub mod signals;
 pub mod workers;
 
-pub use builder::{Controller, ControllerBuilder, ControllerError};
+pub use builder::{wait_for_caches, Controller, ControllerBuilder, ControllerError};
 pub use expectations::Expectations;
 pub use finalizer::{finalizer, FinalizerError};
 pub use health::{Health, Readiness, SharedRegistry};

@@ -410,25 +410,14 @@ impl Controller {
     }
 
     /// Waits for both caches and both handlers' initial lists; false when
-    /// shutdown came first. Says so while it waits long (an unreachable
-    /// server, a missing CRD).
+    /// shutdown came first (saying so every 10 s while it waits long: an
+    /// unreachable server, a missing CRD).
     async fn wait_for_caches(&self, shutdown: &CancellationToken) -> bool {
         let mut synced: Vec<&dyn HasSynced> = vec![
             self.foos_informer.as_ref(),
             self.deployments_informer.as_ref(),
         ];
         synced.extend(self.registrations.iter().map(|r| r as &dyn HasSynced));
-        let mut waited = Duration::ZERO;
-        let step = Duration::from_secs(10);
-        loop {
-            match kcontrol_informer::wait_for_cache_sync(shutdown, Some(step), &synced).await {
-                Ok(()) => return true,
-                Err(_) if shutdown.is_cancelled() => return false,
-                Err(e) => {
-                    waited += step;
-                    tracing::warn!(waited = ?waited, error = %e, "still waiting for caches to sync: is the API server reachable and the Foo CRD installed?");
-                }
-            }
-        }
+        kcontrol_controller::wait_for_caches(shutdown, &synced, CONTROLLER_NAME).await
     }
 }
