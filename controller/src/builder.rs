@@ -17,6 +17,7 @@ use kcontrol_workqueue::{default_controller_rate_limiter, QueueConfig, RateLimit
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+use crate::expectations::Expectations;
 use crate::handlers::EnqueueHandler;
 use crate::predicate::Predicate;
 use crate::reconciler::{Action, Context, Reconciler, Shared};
@@ -62,6 +63,7 @@ struct Setup<'a> {
     registrations: Vec<HandlerRegistration>,
     removals: Vec<Box<dyn FnOnce() + Send>>,
     listers: HashMap<TypeId, Box<dyn std::any::Any + Send + Sync>>,
+    expectations: Option<Expectations>,
 }
 
 impl Setup<'_> {
@@ -161,6 +163,7 @@ impl ControllerBuilder {
             options: WorkerOptions::new().name(name),
             error_policy: None,
             synced: None,
+            expectations: None,
         }
     }
 }
@@ -233,6 +236,7 @@ pub struct Controller<K = ()> {
     /// Set once the caches have synced (a [`Manager`](crate::Manager)'s
     /// readiness).
     synced: Option<Arc<AtomicBool>>,
+    expectations: Option<Expectations>,
 }
 
 impl<K> fmt::Debug for Controller<K> {
@@ -287,15 +291,42 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     /// `C` (resyncs skipped) and its deletion (CT3).
     #[must_use]
     pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self {
-        self.add_watch::<C>(EnqueueHandler::for_owner::<K>)
+        self.add_owned::<C>(None)
     }
 
     /// [`owns`](Self::owns), with only the events `predicate` accepts.
     #[must_use]
     pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
-        self.add_watch::<C>(move |queue| {
-            EnqueueHandler::for_owner::<K>(queue).with_predicate(predicate)
-        })
+        self.add_owned::<C>(Some(predicate))
+    }
+
+    fn add_owned<C: TypedResource + DeserializeOwned>(
+        mut self,
+        predicate: Option<Predicate<C>>,
+    ) -> Self {
+        self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
+            let mut handler = EnqueueHandler::for_owner::<K>(setup.queue.clone());
+            if let Some(predicate) = predicate {
+                handler = handler.with_predicate(predicate);
+            }
+            if let Some(expectations) = &setup.expectations {
+                handler = handler.observe_expectations(expectations.clone());
+            }
+            let scope = setup.scope.clone();
+            setup.watch::<C>(scope, handler).map(|_| ())
+        }));
+        self
+    }
+
+    /// Keeps `expectations` for this controller (CT18): every owned type's
+    /// adds and deletions lower them for the owner's key
+    /// ([`EnqueueHandler::observe_expectations`]), the reconciler reads and
+    /// raises them through [`Context::expectations`], and a key whose
+    /// object is gone has its expectations deleted.
+    #[must_use]
+    pub fn with_expectations(mut self, expectations: Expectations) -> Self {
+        self.expectations = Some(expectations);
+        self
     }
 
     /// Reconciles the keys (`namespace/name` of `K` objects, or `name` for
@@ -407,6 +438,7 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
             options,
             error_policy,
             synced,
+            expectations,
         } = self;
         let name = options.name_value().to_owned();
         let own_factory = factory.is_none();
@@ -440,6 +472,7 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
             registrations: Vec::new(),
             removals: Vec::new(),
             listers: HashMap::new(),
+            expectations: expectations.clone(),
         };
         let started = setup.start(primary_scope, handler, watches);
         let primary = match started {
@@ -450,7 +483,14 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
                 return Err(e);
             }
         };
-        if !wait_for_caches(&shutdown, &setup.registrations, &name).await {
+        let registrations: Vec<&dyn HasSynced> = setup
+            .registrations
+            .iter()
+            .map(|r| r as &dyn HasSynced)
+            .collect();
+        let synced_now = wait_for_caches(&shutdown, &registrations, &name).await;
+        drop(registrations);
+        if !synced_now {
             setup.stop_sources(own_factory).await;
             queue.shut_down();
             return Ok(());
@@ -463,6 +503,7 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
             client,
             name: name.clone(),
             listers: std::mem::take(&mut setup.listers),
+            expectations,
         });
         let step = reconcile_step(
             primary.store(),
@@ -495,18 +536,33 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     }
 }
 
-/// Waits for every handler registration (a registration syncs once the
-/// informer's store holds the initial list and the handler has handled
-/// it); false when shutdown came first.
-async fn wait_for_caches(
+/// The cache-sync barrier of a controller (client-go's
+/// `cache.WaitForCacheSync` before the workers start): waits until every
+/// one of `synced` has synced — informers, and handler registrations (a
+/// registration syncs once the informer's store holds the initial list
+/// and the handler has handled it) — saying every 10 s that it still
+/// waits (an unreachable server, a resource not installed). False when
+/// `shutdown` came first.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use kcontrol_controller::wait_for_caches;
+/// use kcontrol_informer::SyncedFn;
+/// use tokio_util::sync::CancellationToken;
+///
+/// let ready = SyncedFn(|| true);
+/// assert!(wait_for_caches(&CancellationToken::new(), &[&ready], "demo").await);
+/// # }
+/// ```
+pub async fn wait_for_caches(
     shutdown: &CancellationToken,
-    registrations: &[HandlerRegistration],
+    synced: &[&dyn HasSynced],
     name: &str,
 ) -> bool {
-    let synced: Vec<&dyn HasSynced> = registrations.iter().map(|r| r as &dyn HasSynced).collect();
     let mut waited = Duration::ZERO;
     loop {
-        match wait_for_cache_sync(shutdown, Some(SYNC_WARN_INTERVAL), &synced).await {
+        match wait_for_cache_sync(shutdown, Some(SYNC_WARN_INTERVAL), synced).await {
             Ok(()) => return true,
             Err(CacheSyncError::Shutdown { .. }) => return false,
             Err(e) => {
@@ -536,6 +592,9 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
         Box::pin(async move {
             let Some(object) = store.get_by_key(&key) else {
                 tracing::debug!(%key, "not in the cache (deleted): nothing to reconcile");
+                if let Some(expectations) = &shared.expectations {
+                    expectations.delete(&key);
+                }
                 return Ok(Action::Done);
             };
             let ctx = Context::new(shared, key, requeues);
@@ -550,5 +609,27 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcontrol_informer::SyncedFn;
+
+    #[tokio::test]
+    async fn ct9_the_barrier_waits_for_every_source_or_shutdown() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let later = Arc::clone(&flag);
+        let informer = SyncedFn(move || flag.load(Ordering::SeqCst));
+        let registration = SyncedFn(|| true);
+        tokio::spawn(async move { later.store(true, Ordering::SeqCst) });
+        let shutdown = CancellationToken::new();
+        assert!(wait_for_caches(&shutdown, &[&informer, &registration], "test").await);
+
+        let never = SyncedFn(|| false);
+        let cancel = shutdown.clone();
+        tokio::spawn(async move { cancel.cancel() });
+        assert!(!wait_for_caches(&shutdown, &[&registration, &never], "test").await);
     }
 }

@@ -11,9 +11,15 @@
 //!   the owner type's; deletions use the last known state, tombstones
 //!   included; resyncs (an update with an unchanged resourceVersion) are
 //!   skipped as kubernetes/sample-controller skips them, CT3;
+//! - [`for_cached_owner`](EnqueueHandler::for_cached_owner): as
+//!   `for_owner`, but only when the owner is in a lister's cache (as
+//!   kubernetes/sample-controller's `handleObject` looks the Foo up before
+//!   enqueuing it); an orphan enqueues nothing, CT3;
 //! - [`from_map`](EnqueueHandler::from_map): the keys a function gives
 //!   (resyncs skipped).
 //!
+//! [`observe_expectations`](EnqueueHandler::observe_expectations) lowers
+//! the [`Expectations`] of the keys an add or a deletion maps to (CT18);
 //! [`skip_resyncs`](EnqueueHandler::skip_resyncs) changes the resync rule;
 //! [`with_predicate`](EnqueueHandler::with_predicate) filters events first.
 //! An update enqueues the keys of both states (an owner reference or a
@@ -37,14 +43,17 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use kcontrol_indexer::{meta_namespace_key, Object, ObjectOrTombstone, TypedResource};
+use kcontrol_indexer::{meta_namespace_key, Lister, Object, ObjectOrTombstone, TypedResource};
 use kcontrol_informer::ResourceEventHandler;
 use kcontrol_workqueue::RateLimitingQueue;
 
+use crate::expectations::Expectations;
 use crate::owner::{get_controller_of, group_of};
 use crate::predicate::{Change, Predicate};
 
 type MapFn<K> = dyn Fn(&K) -> Vec<String> + Send + Sync;
+/// Whether the owner `namespace`, `name` is known (in a cache).
+type ExistsFn = dyn Fn(&str, &str) -> bool + Send + Sync;
 
 enum Mapping<K> {
     Object,
@@ -52,6 +61,7 @@ enum Mapping<K> {
         kind: Cow<'static, str>,
         group: Cow<'static, str>,
         namespaced: bool,
+        exists: Option<Arc<ExistsFn>>,
     },
     Func(Arc<MapFn<K>>),
 }
@@ -63,13 +73,22 @@ pub struct EnqueueHandler<K> {
     mapping: Mapping<K>,
     predicate: Option<Predicate<K>>,
     skip_resyncs: bool,
+    expectations: Option<Expectations>,
 }
 
 impl<K> fmt::Debug for EnqueueHandler<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mapping = match &self.mapping {
             Mapping::Object => "object".to_owned(),
-            Mapping::Owner { kind, group, .. } => format!("owner {kind}.{group}"),
+            Mapping::Owner {
+                kind,
+                group,
+                exists,
+                ..
+            } => format!(
+                "{}owner {kind}.{group}",
+                if exists.is_some() { "cached " } else { "" }
+            ),
             Mapping::Func(_) => "function".to_owned(),
         };
         f.debug_struct("EnqueueHandler")
@@ -77,6 +96,7 @@ impl<K> fmt::Debug for EnqueueHandler<K> {
             .field("mapping", &mapping)
             .field("predicate", &self.predicate.is_some())
             .field("skip_resyncs", &self.skip_resyncs)
+            .field("expectations", &self.expectations.is_some())
             .finish()
     }
 }
@@ -89,6 +109,7 @@ impl<K: Object> EnqueueHandler<K> {
             mapping: Mapping::Object,
             predicate: None,
             skip_resyncs: false,
+            expectations: None,
         }
     }
 
@@ -105,10 +126,30 @@ impl<K: Object> EnqueueHandler<K> {
                 kind: resource.kind,
                 group: resource.group,
                 namespaced: resource.namespaced,
+                exists: None,
             },
             predicate: None,
             skip_resyncs: true,
+            expectations: None,
         }
+    }
+
+    /// As [`for_owner`](Self::for_owner), but the owner's key is enqueued
+    /// only when `owners` (the owner informer's lister) holds it, as
+    /// kubernetes/sample-controller's `handleObject` checks: events of an
+    /// object whose owner is gone or not yet seen enqueue nothing (logged
+    /// at debug). Resyncs are skipped.
+    pub fn for_cached_owner<O: TypedResource>(
+        queue: RateLimitingQueue<String>,
+        owners: Lister<O>,
+    ) -> Self {
+        let mut handler = Self::for_owner::<O>(queue);
+        if let Mapping::Owner { exists, .. } = &mut handler.mapping {
+            *exists = Some(Arc::new(move |namespace: &str, name: &str| {
+                owners.get(namespace, name).is_some()
+            }));
+        }
+        handler
     }
 
     /// Enqueues the keys `map` gives for the object. Resyncs are skipped.
@@ -124,6 +165,7 @@ impl<K: Object> EnqueueHandler<K> {
             mapping: Mapping::Func(Arc::new(move |obj| map(obj).into_iter().collect())),
             predicate: None,
             skip_resyncs: true,
+            expectations: None,
         }
     }
 
@@ -132,6 +174,17 @@ impl<K: Object> EnqueueHandler<K> {
     #[must_use]
     pub fn skip_resyncs(mut self, skip: bool) -> Self {
         self.skip_resyncs = skip;
+        self
+    }
+
+    /// Each add lowers the creations `expectations` expect for the keys
+    /// it maps to ([`Expectations::creation_observed`]), each deletion the
+    /// deletions ([`Expectations::deletion_observed`]), before the keys are
+    /// enqueued: with [`for_owner`](Self::for_owner), a controller's
+    /// creates and deletes of owned objects are seen for its key (CT18).
+    #[must_use]
+    pub fn observe_expectations(mut self, expectations: Expectations) -> Self {
+        self.expectations = Some(expectations);
         self
     }
 
@@ -162,6 +215,7 @@ impl<K: Object> EnqueueHandler<K> {
                 kind,
                 group,
                 namespaced,
+                exists,
             } => {
                 let Some(owner) = get_controller_of(obj.meta()) else {
                     return;
@@ -169,10 +223,22 @@ impl<K: Object> EnqueueHandler<K> {
                 if owner.kind != *kind || group_of(&owner.api_version) != *group {
                     return;
                 }
-                match (namespaced, obj.namespace()) {
-                    (false, _) => push(owner.name.clone()),
-                    (true, Some(ns)) if !ns.is_empty() => push(format!("{ns}/{}", owner.name)),
-                    (true, _) => tracing::debug!(
+                let namespace = match (namespaced, obj.namespace()) {
+                    (false, _) => Some(""),
+                    (true, Some(ns)) if !ns.is_empty() => Some(ns),
+                    (true, _) => None,
+                };
+                let cached = |ns: &str| exists.as_ref().is_none_or(|e| e(ns, &owner.name));
+                match namespace {
+                    Some(ns) if !cached(ns) => tracing::debug!(
+                        namespace = ns,
+                        owner = %owner.name,
+                        object = obj.name().unwrap_or_default(),
+                        "ignoring an object whose owner is not in the cache"
+                    ),
+                    Some("") => push(owner.name.clone()),
+                    Some(ns) => push(format!("{ns}/{}", owner.name)),
+                    None => tracing::debug!(
                         owner = %owner.name,
                         "a cluster-scoped object names a namespaced owner: ignored"
                     ),
@@ -195,6 +261,9 @@ impl<K: Object> ResourceEventHandler<K> for EnqueueHandler<K> {
         if self.passes(&Change::Added(obj)) {
             let mut keys = Vec::with_capacity(1);
             self.keys_of(obj, &mut keys);
+            if let Some(expectations) = &self.expectations {
+                keys.iter().for_each(|k| expectations.creation_observed(k));
+            }
             self.enqueue(keys);
         }
     }
@@ -218,13 +287,15 @@ impl<K: Object> ResourceEventHandler<K> for EnqueueHandler<K> {
         if !self.passes(&Change::Deleted(obj.object())) {
             return;
         }
-        if let (Mapping::Object, ObjectOrTombstone::Tombstone(t)) = (&self.mapping, obj) {
-            // the tombstone's key is the one the store used
-            self.enqueue(vec![t.key.clone()]);
-            return;
-        }
         let mut keys = Vec::with_capacity(1);
-        self.keys_of(obj.object(), &mut keys);
+        match (&self.mapping, obj) {
+            // the tombstone's key is the one the store used
+            (Mapping::Object, ObjectOrTombstone::Tombstone(t)) => keys.push(t.key.clone()),
+            _ => self.keys_of(obj.object(), &mut keys),
+        }
+        if let Some(expectations) = &self.expectations {
+            keys.iter().for_each(|k| expectations.deletion_observed(k));
+        }
         self.enqueue(keys);
     }
 }
@@ -367,5 +438,81 @@ mod tests {
         h.on_update(&old, &Arc::new(cm));
         assert_eq!(drain(&queue), ["ns/y", "ns/x"]);
         assert!(format!("{h:?}").contains("function"));
+    }
+
+    #[test]
+    fn ct3_cached_owner_keys_only_owners_in_the_cache() {
+        let queue = RateLimitingQueue::new();
+        let store = Arc::new(kcontrol_indexer::ThreadSafeStore::<Deployment>::new());
+        let h = EnqueueHandler::<ReplicaSet>::for_cached_owner::<Deployment>(
+            queue.clone(),
+            Lister::new(Arc::clone(&store)),
+        );
+        let web = obj::<Deployment>(Some("ns"), "web", "1");
+        let rs = owned_rs(&web, "web-1", "5");
+        // the owner is not cached yet: an orphan, nothing enqueued
+        h.on_add(&rs, false);
+        assert!(drain(&queue).is_empty());
+        store.add(Arc::clone(&web)).unwrap();
+        h.on_add(&rs, false);
+        assert_eq!(drain(&queue), ["ns/web"]);
+        h.on_delete(&ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: "ns/web-1".into(),
+            obj: Arc::clone(&rs),
+        }));
+        assert_eq!(drain(&queue), ["ns/web"]);
+        // a Deployment of the same name in another namespace is another owner
+        let mut elsewhere = ReplicaSet::clone(&rs);
+        elsewhere.metadata.namespace = Some("other".into());
+        h.on_add(&Arc::new(elsewhere), false);
+        // resyncs stay skipped
+        h.on_update(&rs, &rs);
+        assert!(drain(&queue).is_empty());
+        assert!(format!("{h:?}").contains("cached owner Deployment.apps"));
+
+        // a cluster-scoped owner is looked up by name
+        let ns_store = Arc::new(kcontrol_indexer::ThreadSafeStore::<Namespace>::new());
+        let h = EnqueueHandler::<ConfigMap>::for_cached_owner::<Namespace>(
+            queue.clone(),
+            Lister::new(Arc::clone(&ns_store)),
+        );
+        let team = obj::<Namespace>(None, "team", "1");
+        let mut cm = ConfigMap::clone(&obj(Some("team"), "settings", "1"));
+        cm.metadata.owner_references = Some(vec![new_controller_ref(team.as_ref())]);
+        let cm = Arc::new(cm);
+        h.on_add(&cm, false);
+        assert!(drain(&queue).is_empty());
+        ns_store.add(team).unwrap();
+        h.on_add(&cm, false);
+        assert_eq!(drain(&queue), ["team"]);
+    }
+
+    #[test]
+    fn ct18_adds_and_deletions_lower_the_owners_expectations() {
+        let queue = RateLimitingQueue::new();
+        let expectations = Expectations::new();
+        let h = EnqueueHandler::<ReplicaSet>::for_owner::<Deployment>(queue.clone())
+            .observe_expectations(expectations.clone());
+        let web = obj::<Deployment>(Some("ns"), "web", "1");
+        expectations.expect_creations("ns/web", 2);
+        h.on_add(&owned_rs(&web, "web-1", "1"), false);
+        assert!(!expectations.satisfied("ns/web"));
+        // an update is neither a creation nor a deletion
+        h.on_update(&owned_rs(&web, "web-1", "1"), &owned_rs(&web, "web-1", "2"));
+        assert!(!expectations.satisfied("ns/web"));
+        h.on_add(&owned_rs(&web, "web-2", "3"), false);
+        assert!(expectations.satisfied("ns/web"));
+        assert_eq!(drain(&queue), ["ns/web"]);
+
+        expectations.expect_deletions("ns/web", 1);
+        h.on_delete(&ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: "ns/web-1".into(),
+            obj: owned_rs(&web, "web-1", "2"),
+        }));
+        assert!(expectations.satisfied("ns/web"));
+        // an object owned by something else lowers nothing
+        expectations.expect_creations("ns/web", 1);
+        h.on_add(&obj::<ReplicaSet>(Some("ns"), "orphan", "1"), false);
+        assert!(!expectations.satisfied("ns/web"));
     }
 }

@@ -11,9 +11,12 @@
 //!   an object's key, or its controller owner's), [`run_workers`] (client-go's
 //!   `processNextWorkItem` loop, panics contained, graceful drain),
 //!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
-//!   the cache-sync barrier is `kcontrol_informer::wait_for_cache_sync`;
-//! - operator helpers: [`finalizer()`] (cleanup before deletion) and
-//!   [`conditions`] (status conditions).
+//!   [`wait_for_caches`] (the cache-sync barrier over informers and
+//!   handler registrations);
+//! - operator helpers: [`finalizer()`] (cleanup before deletion),
+//!   [`conditions`] (status conditions) and [`expectations`] (creations
+//!   and deletions not yet seen in the cache, client-go's
+//!   `ControllerExpectations`).
 //!
 //! Running them in production:
 //!
@@ -30,6 +33,7 @@
 
 mod builder;
 pub mod conditions;
+pub mod expectations;
 pub mod finalizer;
 pub mod handlers;
 pub mod health;
@@ -42,7 +46,8 @@ mod reconciler;
 pub mod signals;
 pub mod workers;
 
-pub use builder::{Controller, ControllerBuilder, ControllerError};
+pub use builder::{wait_for_caches, Controller, ControllerBuilder, ControllerError};
+pub use expectations::Expectations;
 pub use finalizer::{finalizer, FinalizerError};
 pub use health::{Health, Readiness, SharedRegistry};
 pub use leader_election::{

@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) name: String,
     /// A lister per watched type, by `TypeId` of the object type.
     pub(crate) listers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// The controller's expectations, when it has them.
+    pub(crate) expectations: Option<crate::Expectations>,
 }
 
 /// What a reconcile gets beside the object: the client, the key, how often
@@ -101,6 +103,14 @@ impl<K: Object> Context<K> {
     /// The controller's name.
     pub fn controller_name(&self) -> &str {
         &self.shared.name
+    }
+
+    /// The controller's expectations
+    /// ([`Controller::with_expectations`](crate::Controller::with_expectations)):
+    /// creations and deletions of owned objects not yet in the cache, by
+    /// key (CT18). `None` when the controller was built without them.
+    pub fn expectations(&self) -> Option<&crate::Expectations> {
+        self.shared.expectations.as_ref()
     }
 
     /// A lister of the controller's cache of `T`: the reconciled type, or

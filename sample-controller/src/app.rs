@@ -151,8 +151,9 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     }
     tracing::info!(server = %config.cluster_url, "starting sample-controller");
     let client = Client::new(config).map_err(CliError::Client)?;
-    let shutdown = CancellationToken::new();
-    crate::signals::cancel_on_signal(shutdown.clone());
+    // the first SIGINT/SIGTERM shuts down gracefully, a second exits
+    let shutdown = kcontrol_controller::signals::shutdown_on_signal()
+        .map_err(|e| CliError::Run(format!("installing the signal handlers: {e}")))?;
     // the endpoint outlives the controller's shutdown, answering 503 at /readyz
     let server_stop = CancellationToken::new();
     let _stop_server = server_stop.clone().drop_guard();

@@ -1,12 +1,19 @@
-//! The controller: informers for Foos and Deployments (one factory),
-//! handlers that put Foo keys in a rate-limited work queue, and workers
-//! that drain it through the sync handler; with graceful shutdown.
+//! The controller, shaped as kubernetes/sample-controller's `controller.go`
+//! and built from kcontrol-controller's parts: Foo and Deployment
+//! informers from one factory, their listers, a rate-limited work queue
+//! fed by [`EnqueueHandler`]s, and workers ([`run_workers_with`]: get →
+//! sync → forget or `add_rate_limited` → done) running the
+//! [`SyncHandler`]; with graceful shutdown.
 //!
 //! ```text
-//! Foo / Deployment informers ──handlers──▶ RateLimitingQueue<"ns/name">
-//!   ──get().await──▶ N workers ──▶ SyncHandler (listers + API + events)
-//!   success: forget(key)   error: add_rate_limited(key)   always: done(key)
+//! Foo informer ──EnqueueHandler::for_object──────────────▶ RateLimitingQueue<"ns/name">
+//! Deployment informer ──EnqueueHandler::for_cached_owner──▶   (the owning Foo's key)
+//!   ──▶ N workers ──▶ SyncHandler (listers + API + events)
 //! ```
+//!
+//! Shutdown order: `/readyz` 503, informers stopped, the queue drained
+//! (syncs in flight finish, 30 s at most), the last events flushed, the
+//! Lease released.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,19 +22,23 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::events::Recorder;
 use kcontrol_client::Client;
+use kcontrol_controller::handlers::EnqueueHandler;
+use kcontrol_controller::predicate::{Change, Predicate};
+use kcontrol_controller::workers::{run_workers_with, ShutdownReport, WorkerError, WorkerOptions};
 use kcontrol_controller::{Health, LeaderElectionConfig, LeaderElector};
 use kcontrol_indexer::Lister;
-use kcontrol_informer::{BackoffConfig, HandlerRegistration, HasSynced};
+use kcontrol_informer::{
+    BackoffConfig, HandlerRegistration, HasSynced, InformerFactory, SharedIndexInformer,
+};
 use kcontrol_workqueue::metrics::prometheus::PrometheusMetricsProvider;
 use kcontrol_workqueue::{default_controller_rate_limiter, QueueConfig, RateLimitingQueue};
 use tokio::sync::watch;
-use tokio::task::JoinSet;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::backend::ClusterBackend;
 use crate::foo::Foo;
-use crate::handlers::{DeploymentHandler, Enqueue, FooHandler, FooLookup};
-use crate::informers::Informers;
 use crate::metrics::{ControllerCollector, SharedRegistry};
 use crate::stats::ControllerStats;
 use crate::sync::SyncHandler;
@@ -89,6 +100,9 @@ pub enum ControllerError {
     /// The leader election configuration is invalid.
     #[error(transparent)]
     LeaderElection(#[from] kcontrol_controller::LeaderElectionError),
+    /// The workers could not start.
+    #[error(transparent)]
+    Workers(#[from] WorkerError),
     /// `run` was called again: a controller runs once (its informers and
     /// queue are stopped after the first run).
     #[error("the controller has run already; build a new one to run again")]
@@ -98,15 +112,16 @@ pub enum ControllerError {
 /// The Foo controller. Build it with [`Controller::new`], run it with
 /// [`Controller::run`]; read its caches and counters while it runs.
 pub struct Controller {
-    informers: Informers,
+    factory: InformerFactory,
+    foos_informer: Arc<SharedIndexInformer<Foo>>,
+    deployments_informer: Arc<SharedIndexInformer<Deployment>>,
     registrations: Vec<HandlerRegistration>,
     queue: RateLimitingQueue<String>,
     handler: Arc<SyncHandler<ClusterBackend>>,
-    workers: usize,
+    workers: WorkerOptions,
     synced: watch::Sender<bool>,
     health: Option<Health>,
     elector: Option<Arc<LeaderElector>>,
-    leading: watch::Receiver<Option<CancellationToken>>,
     lost_leadership: AtomicBool,
     ran: AtomicBool,
 }
@@ -114,50 +129,85 @@ pub struct Controller {
 impl std::fmt::Debug for Controller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Controller")
-            .field("workers", &self.workers)
+            .field("workers", &self.workers.worker_count())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
 }
 
 impl Controller {
-    /// Sets up informers, handlers, the queue and the event recorder. Must
-    /// be called inside a tokio runtime.
+    /// Sets up informers, handlers, the queue and the event recorder
+    /// (sample-controller's `NewController`). Must be called inside a
+    /// tokio runtime.
     pub fn new(client: Client, options: ControllerOptions) -> Result<Self, ControllerError> {
-        if let Some(registry) = &options.registry {
+        let registry = options.registry.as_ref();
+        if let Some(registry) = registry {
             // rest_client_* for every request of this client and its clones
             kcontrol_controller::metrics::register_client_metrics(&client, &mut registry.lock());
         }
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
         let mut config = QueueConfig::new().name("foos");
-        if let Some(registry) = &options.registry {
+        if let Some(registry) = registry {
             let provider = PrometheusMetricsProvider::new(&mut registry.lock());
             config = config.metrics_provider(Arc::new(provider));
         }
         let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
-        let informers = Informers::new(&client, &options);
-        let elector_client = client.clone();
+
+        // informers from one factory; managedFields dropped before objects
+        // are cached (never read here, most of an object's size)
+        let mut factory = InformerFactory::builder(client.clone())
+            .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
+            .strip_managed_fields(true)
+            .backoff(options.reflector_backoff);
+        if let Some(namespace) = &options.namespace {
+            factory = factory.namespace(namespace.clone());
+        }
+        if let Some(registry) = registry {
+            factory = factory.registry(&mut registry.lock());
+        }
+        let factory = factory.build();
+        let foos_informer = factory.informer::<Foo>();
+        let deployments_informer = factory.informer::<Deployment>();
+
+        // a Foo's adds and updates enqueue its key (resyncs included: the
+        // repair path; its deletion nothing, the garbage collector removes
+        // the Deployment); a Deployment's events enqueue the Foo
+        // controlling it, when that Foo is in the cache (handleObject)
+        let not_deleted = Predicate::new(|change| !matches!(change, Change::Deleted(_)));
+        let registrations = vec![
+            foos_informer.add_event_handler(
+                EnqueueHandler::for_object(queue.clone()).with_predicate(not_deleted),
+            )?,
+            deployments_informer.add_event_handler(EnqueueHandler::for_cached_owner::<Foo>(
+                queue.clone(),
+                foos_informer.lister(),
+            ))?,
+        ];
+
         let backend = ClusterBackend::new(
-            informers.foos().lister(),
-            informers.deployments().lister(),
-            client,
+            foos_informer.lister(),
+            deployments_informer.lister(),
+            client.clone(),
             recorder.clone(),
         );
         let handler = Arc::new(SyncHandler::new(backend));
-        if let Some(registry) = &options.registry {
-            registry
-                .lock()
-                .register_collector(Box::new(ControllerCollector {
-                    counters: Arc::clone(handler.counters()),
-                    recorder,
-                }));
+        let workers = WorkerOptions::new()
+            .workers(options.workers)
+            .name(CONTROLLER_NAME)
+            .drain_timeout(DRAIN_TIMEOUT);
+        if let Some(registry) = registry {
+            let mut registry = registry.lock();
+            registry.register_collector(Box::new(ControllerCollector {
+                counters: Arc::clone(handler.counters()),
+                recorder,
+            }));
+            workers.stats().register(CONTROLLER_NAME, &mut registry);
         }
-        let registrations = register_handlers(&informers, &queue)?;
         if let Some(health) = &options.health {
-            health.add_synced("informer-foos", Arc::clone(informers.foos()) as _);
+            health.add_synced("informer-foos", Arc::clone(&foos_informer) as _);
             health.add_synced(
                 "informer-deployments",
-                Arc::clone(informers.deployments()) as _,
+                Arc::clone(&deployments_informer) as _,
             );
             for (name, registration) in ["handler-foos", "handler-deployments"]
                 .into_iter()
@@ -166,30 +216,27 @@ impl Controller {
                 health.add_synced(name, Arc::new(registration.clone()));
             }
         }
-        let (leading_tx, leading) = watch::channel(None);
-        let elector = match options.leader_election.clone() {
+        let elector = match options.leader_election {
             None => None,
             Some(config) => {
-                let mut elector =
-                    LeaderElector::new(elector_client, config)?.on_started_leading(move |token| {
-                        leading_tx.send_replace(Some(token));
-                    });
-                if let Some(registry) = &options.registry {
+                let mut elector = LeaderElector::new(client, config)?;
+                if let Some(registry) = registry {
                     elector = elector.with_registry(&mut registry.lock());
                 }
                 Some(Arc::new(elector))
             }
         };
         Ok(Self {
-            informers,
+            factory,
+            foos_informer,
+            deployments_informer,
             registrations,
             queue,
             handler,
-            workers: options.workers.max(1),
+            workers,
             synced: watch::Sender::new(false),
             health: options.health,
             elector,
-            leading,
             lost_leadership: AtomicBool::new(false),
             ran: AtomicBool::new(false),
         })
@@ -243,66 +290,83 @@ impl Controller {
         self.elector.as_ref()
     }
 
-    fn start_workers(&self, workers: &mut JoinSet<()>) {
-        tracing::info!(workers = self.workers, "starting workers");
-        for _ in 0..self.workers {
-            let queue = self.queue.clone();
-            let handler = Arc::clone(&self.handler);
-            workers.spawn(run_worker(queue, handler));
-        }
+    /// Starts the workers until `stop`: each key goes through the sync
+    /// handler in a `sync{key}` span.
+    fn start_workers(
+        &self,
+        stop: &CancellationToken,
+    ) -> JoinHandle<Result<ShutdownReport, WorkerError>> {
+        let handler = Arc::clone(&self.handler);
+        let sync = move |key: String| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let span = tracing::info_span!("sync", key = %key);
+                let outcome = handler.sync(&key).instrument(span).await?;
+                tracing::trace!(%key, ?outcome, "synced");
+                Ok::<(), crate::sync::SyncError>(())
+            }
+        };
+        let workers = tokio::spawn(run_workers_with(
+            self.queue.clone(),
+            self.workers.clone(),
+            stop.clone(),
+            sync,
+        ));
         self.synced.send_replace(true);
+        workers
     }
 
     /// Runs until `shutdown` is cancelled: starts the informers, waits for
     /// their caches, runs the workers (with leader election: only once
     /// this replica leads, and until it stops leading); then stops the
-    /// informers, drains the queue (`shut_down_with_drain`: items in
-    /// process finish), flushes the last events, and releases the Lease.
+    /// informers, drains the queue (items in process finish), flushes the
+    /// last events, and releases the Lease.
     ///
     /// # Errors
-    /// [`ControllerError::AlreadyRun`] at once when called a second time.
+    /// [`ControllerError::AlreadyRun`] at once when called a second time;
+    /// [`ControllerError::Workers`] when the workers could not start.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<(), ControllerError> {
         if self.ran.swap(true, Ordering::SeqCst) {
             return Err(ControllerError::AlreadyRun);
         }
         let informers_stop = CancellationToken::new();
-        let synced = match self.informers.start(&informers_stop) {
+        let synced = match self.factory.start(&informers_stop) {
             Ok(()) => self.wait_for_caches(&shutdown).await,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the informers");
                 false
             }
         };
-        let mut workers = JoinSet::new();
+        let workers_stop = CancellationToken::new();
+        let mut workers = None;
         let elector_stop = CancellationToken::new();
         let mut election = None;
         if synced {
             tracing::info!("caches synced");
             match &self.elector {
                 None => {
-                    self.start_workers(&mut workers);
+                    workers = Some(self.start_workers(&workers_stop));
                     shutdown.cancelled().await;
                 }
                 Some(elector) => {
-                    let elector = Arc::clone(elector);
-                    let stop = elector_stop.clone();
-                    election = Some(tokio::spawn(async move { elector.run(stop).await }));
-                    let mut leading = self.leading.clone();
-                    let token = tokio::select! {
-                        () = shutdown.cancelled() => None,
-                        token = leading.wait_for(Option::is_some) => {
-                            token.ok().and_then(|t| (*t).clone())
-                        }
+                    let mut leading = elector.subscribe();
+                    election = Some(tokio::spawn({
+                        let (elector, stop) = (Arc::clone(elector), elector_stop.clone());
+                        async move { elector.run(stop).await }
+                    }));
+                    let won = tokio::select! {
+                        () = shutdown.cancelled() => false,
+                        changed = leading.wait_for(|l| *l) => changed.is_ok(),
                     };
-                    if let Some(token) = token {
-                        self.start_workers(&mut workers);
+                    if won {
+                        workers = Some(self.start_workers(&workers_stop));
                         tokio::select! {
                             () = shutdown.cancelled() => {}
-                            () = token.cancelled() => {
+                            _ = leading.wait_for(|l| !*l) => {
                                 tracing::error!("leader election lost: stopping the workers");
                                 self.lost_leadership.store(true, Ordering::SeqCst);
                                 // no new key is taken; a sync in flight finishes
-                                self.queue.shut_down();
+                                workers_stop.cancel();
                             }
                         }
                     }
@@ -314,15 +378,21 @@ impl Controller {
         }
         tracing::info!("shutting down: stopping informers, draining the queue");
         informers_stop.cancel();
-        self.informers.shutdown().await;
-        let drained = tokio::time::timeout(DRAIN_TIMEOUT, self.queue.shut_down_with_drain_async())
-            .await
-            .is_ok();
-        if !drained {
-            tracing::warn!(timeout = ?DRAIN_TIMEOUT, "workers did not finish in time");
-            self.queue.shut_down();
-        }
-        while workers.join_next().await.is_some() {}
+        self.factory.shutdown().await;
+        workers_stop.cancel();
+        let started = match workers {
+            Some(workers) => match workers.await {
+                Ok(result) => result.map(|_report| ()),
+                Err(e) => {
+                    tracing::error!(error = %e, "the worker pool failed");
+                    Ok(())
+                }
+            },
+            None => {
+                self.queue.shut_down();
+                Ok(())
+            }
+        };
         if tokio::time::timeout(EVENT_FLUSH_TIMEOUT, self.recorder().flush())
             .await
             .is_err()
@@ -336,73 +406,18 @@ impl Controller {
             let _ = election.await;
         }
         tracing::info!(stats = ?self.stats(), "controller stopped");
-        Ok(())
+        Ok(started?)
     }
 
     /// Waits for both caches and both handlers' initial lists; false when
-    /// shutdown came first. Says so while it waits long (an unreachable
-    /// server, a missing CRD).
+    /// shutdown came first (saying so every 10 s while it waits long: an
+    /// unreachable server, a missing CRD).
     async fn wait_for_caches(&self, shutdown: &CancellationToken) -> bool {
-        let foos = self.informers.foos();
-        let deployments = self.informers.deployments();
-        let mut synced: Vec<&dyn HasSynced> = vec![foos.as_ref(), deployments.as_ref()];
+        let mut synced: Vec<&dyn HasSynced> = vec![
+            self.foos_informer.as_ref(),
+            self.deployments_informer.as_ref(),
+        ];
         synced.extend(self.registrations.iter().map(|r| r as &dyn HasSynced));
-        let mut waited = Duration::ZERO;
-        let step = Duration::from_secs(10);
-        loop {
-            match kcontrol_informer::wait_for_cache_sync(shutdown, Some(step), &synced).await {
-                Ok(()) => return true,
-                Err(_) if shutdown.is_cancelled() => return false,
-                Err(e) => {
-                    waited += step;
-                    tracing::warn!(waited = ?waited, error = %e, "still waiting for caches to sync: is the API server reachable and the Foo CRD installed?");
-                }
-            }
-        }
+        kcontrol_controller::wait_for_caches(shutdown, &synced, CONTROLLER_NAME).await
     }
-}
-
-/// Registers the Foo and Deployment handlers, feeding `queue`.
-fn register_handlers(
-    informers: &Informers,
-    queue: &RateLimitingQueue<String>,
-) -> Result<Vec<HandlerRegistration>, ControllerError> {
-    let q = queue.clone();
-    let enqueue: Enqueue = Arc::new(move |key| q.add(key));
-    let foo_lister = informers.foos().lister();
-    let lookup: FooLookup = Arc::new(move |ns, name| foo_lister.get(ns, name));
-    let foo_registration = informers
-        .foos()
-        .add_event_handler(FooHandler::new(Arc::clone(&enqueue)))?;
-    let deployment_registration = informers
-        .deployments()
-        .add_event_handler(DeploymentHandler::new(enqueue, lookup))?;
-    Ok(vec![foo_registration, deployment_registration])
-}
-
-/// Takes keys from the queue until it shuts down.
-async fn run_worker(queue: RateLimitingQueue<String>, handler: Arc<SyncHandler<ClusterBackend>>) {
-    while let Some(key) = queue.get_async().await {
-        process(&queue, &handler, key).await;
-    }
-}
-
-/// One key: sync; forget on success, re-queue with backoff on error; done.
-async fn process(
-    queue: &RateLimitingQueue<String>,
-    handler: &SyncHandler<ClusterBackend>,
-    key: String,
-) {
-    let span = tracing::info_span!("sync", key = %key);
-    match tracing::Instrument::instrument(handler.sync(&key), span).await {
-        Ok(outcome) => {
-            tracing::trace!(%key, ?outcome, "synced");
-            queue.forget(&key);
-        }
-        Err(e) => {
-            tracing::warn!(%key, error = %e, requeues = queue.num_requeues(&key), "sync failed: re-queued with backoff");
-            queue.add_rate_limited(key.clone());
-        }
-    }
-    queue.done(&key);
 }

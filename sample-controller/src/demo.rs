@@ -33,8 +33,9 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
         .await
         .map_err(|e| run_error(&e))?;
 
-    let shutdown = CancellationToken::new();
-    crate::signals::cancel_on_signal(shutdown.clone());
+    // the first SIGINT/SIGTERM shuts down gracefully, a second exits
+    let shutdown = kcontrol_controller::signals::shutdown_on_signal()
+        .map_err(|e| CliError::Run(format!("installing the signal handlers: {e}")))?;
     let served = metrics(args, &shutdown).await?;
     let controller = Arc::new(
         Controller::new(

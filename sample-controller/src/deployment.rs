@@ -1,15 +1,17 @@
-//! The Deployment a Foo owns: how it is built ([`new_deployment`]), how
-//! ownership is recognised ([`is_controlled_by`], [`owning_foo`]), and what
-//! "in sync" means ([`is_converged`]).
+//! The Deployment a Foo owns: how it is built ([`new_deployment`], owned
+//! through [`kcontrol_controller::owner::new_controller_ref`]) and what "in
+//! sync" means ([`is_converged`]). Ownership is checked with
+//! [`kcontrol_controller::owner::is_controlled_by`].
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kcontrol_controller::owner::{is_controlled_by, new_controller_ref};
 use kcontrol_indexer::Object;
 
-use crate::foo::{Foo, API_VERSION, GROUP, KIND};
+use crate::foo::Foo;
 
 /// The image of the Foo's Deployment.
 pub const IMAGE: &str = "nginx:latest";
@@ -26,19 +28,6 @@ pub fn labels(foo: &Foo) -> BTreeMap<String, String> {
     ])
 }
 
-/// The controller owner reference a Foo's Deployment carries (with
-/// `blockOwnerDeletion`, so a foreground deletion of the Foo waits for it).
-pub fn controller_ref(foo: &Foo) -> OwnerReference {
-    OwnerReference {
-        api_version: API_VERSION.to_owned(),
-        kind: KIND.to_owned(),
-        name: foo.name().unwrap_or_default().to_owned(),
-        uid: foo.uid().unwrap_or_default().to_owned(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }
-}
-
 /// The Deployment `foo` asks for: `spec.deploymentName` in the Foo's
 /// namespace, `spec.replicas` pods of nginx, owned by the Foo.
 pub fn new_deployment(foo: &Foo) -> Deployment {
@@ -48,7 +37,9 @@ pub fn new_deployment(foo: &Foo) -> Deployment {
             name: Some(foo.spec.deployment_name.clone()),
             namespace: foo.namespace().map(str::to_owned),
             labels: Some(labels.clone()),
-            owner_references: Some(vec![controller_ref(foo)]),
+            // the controller reference, with blockOwnerDeletion: a foreground
+            // deletion of the Foo waits for the Deployment
+            owner_references: Some(vec![new_controller_ref(foo)]),
             ..ObjectMeta::default()
         },
         spec: Some(DeploymentSpec {
@@ -75,26 +66,6 @@ pub fn new_deployment(foo: &Foo) -> Deployment {
         }),
         status: None,
     }
-}
-
-/// Whether `deployment`'s controller owner reference points at `foo` (by uid,
-/// as `metav1.IsControlledBy` checks).
-pub fn is_controlled_by(deployment: &Deployment, foo: &Foo) -> bool {
-    match (deployment.controller_ref(), foo.uid()) {
-        (Some(owner), Some(uid)) => owner.uid == uid,
-        _ => false,
-    }
-}
-
-/// The name of the Foo that controls `obj`, if its controller owner
-/// reference is a Foo of this API group.
-pub fn owning_foo<K: Object>(obj: &K) -> Option<&str> {
-    let owner = obj.controller_ref()?;
-    let group = owner
-        .api_version
-        .split_once('/')
-        .map_or("", |(group, _)| group);
-    (owner.kind == KIND && group == GROUP).then_some(owner.name.as_str())
 }
 
 /// `spec.replicas` of a Deployment (1 when unset, the API default).
@@ -174,22 +145,6 @@ mod tests {
         assert_eq!(owner.block_owner_deletion, Some(true));
         assert!(is_controlled_by(&d, &f));
         assert!(!is_controlled_by(&d, &foo("b", 3)));
-        assert_eq!(owning_foo(&d), Some("a"));
-    }
-
-    #[test]
-    fn only_foo_controllers_of_this_group_own() {
-        let mut d = new_deployment(&foo("a", 1));
-        let refs = d.metadata.owner_references.as_mut().unwrap();
-        refs[0].api_version = "other.example.com/v1".into();
-        assert_eq!(owning_foo(&d), None);
-        let refs = d.metadata.owner_references.as_mut().unwrap();
-        refs[0].api_version = API_VERSION.into();
-        refs[0].controller = Some(false);
-        assert_eq!(owning_foo(&d), None, "an owner that is not the controller");
-        d.metadata.owner_references = None;
-        assert_eq!(owning_foo(&d), None);
-        assert!(!is_controlled_by(&d, &foo("a", 1)));
     }
 
     #[test]

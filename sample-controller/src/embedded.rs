@@ -11,8 +11,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::{Api, Client, Config, Kubeconfig, KubeconfigOptions, PostParams, RateLimit};
 use kcontrol_testserver::{Objects, TestServer};
 
-use crate::deployment::{is_controlled_by, is_converged};
+use crate::deployment::is_converged;
 use crate::foo::Foo;
+use kcontrol_controller::owner::is_controlled_by;
 
 /// The namespace of the demo's Foos.
 pub const DEMO_NAMESPACE: &str = "default";

@@ -7,19 +7,19 @@
 //! tests and benchmarks can run it in-process:
 //!
 //! - [`foo`]: the Foo type;
-//! - [`deployment`]: the Deployment a Foo owns, and ownership checks;
+//! - [`deployment`]: the Deployment a Foo owns;
 //! - [`sync`]: the sync handler, over a [`sync::Backend`];
-//! - [`handlers`]: what the informers' events put in the work queue;
 //! - [`artifacts`]: the CRD and example manifests, built in;
-//! - [`controller`]: informers, queue and workers put together;
+//! - [`controller`]: informers, listers, queue and workers put together
+//!   from kcontrol-controller's parts (event handlers, workers, signals,
+//!   health server, leader election);
 //! - [`app`]: the binary's `main`;
 //! - [`cli`]: flags, client configuration and exit codes;
 //! - [`embedded`] (feature `embedded`, on by default): the `--embedded`
 //!   demo's in-process server and progress; a production build can leave
 //!   the test API server out with `--no-default-features --features jemalloc`;
 //! - [`backend`]: the sync handler's backend over listers and the API;
-//! - [`metrics`]: the `/metrics` endpoint;
-//! - [`signals`]: SIGINT / SIGTERM handling.
+//! - [`metrics`]: the controller's counters on `/metrics`.
 //!
 //! Running the controller in-process against the in-process API server,
 //! as the tests do:
@@ -79,10 +79,7 @@ pub mod deployment;
 #[cfg(feature = "embedded")]
 pub mod embedded;
 pub mod foo;
-pub mod handlers;
-mod informers;
 pub mod metrics;
-pub mod signals;
 mod stats;
 pub mod sync;
 

@@ -37,11 +37,11 @@ use kcontrol_client::Error;
 use kcontrol_indexer::split_meta_namespace_key;
 
 use crate::deployment::{
-    available_replicas, is_controlled_by, is_converged, new_deployment, spec_replicas,
-    status_observed,
+    available_replicas, is_converged, new_deployment, spec_replicas, status_observed,
 };
 use crate::foo::{Foo, FooStatus};
 use crate::stats::{ControllerStats, Counters};
+use kcontrol_controller::owner::is_controlled_by;
 
 /// Reason of the Normal event of a Foo whose status was written.
 pub const SUCCESS_SYNCED: &str = "Synced";
@@ -222,7 +222,7 @@ impl<B: Backend> SyncHandler<B> {
                 Arc::new(created)
             }
         };
-        if !is_controlled_by(&deployment, &foo) {
+        if !is_controlled_by(deployment.as_ref(), foo.as_ref()) {
             let message = message_resource_exists(deployment_name);
             self.backend
                 .record(&foo, EventType::Warning, ERR_RESOURCE_EXISTS, message);
