@@ -70,7 +70,7 @@ fn add_after(c: &mut Criterion) {
                 std::time::Duration::from_nanos((i as u64).wrapping_mul(0x9e37_79b9) % 10_000_000);
             queue.add_after(pool[i % 100_000].clone(), d);
             i += 1;
-            if i % 100_000 == 0 {
+            if i.is_multiple_of(100_000) {
                 while queue.try_get().into_item().is_some_and(|k| {
                     queue.done(&k);
                     true

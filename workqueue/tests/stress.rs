@@ -81,7 +81,7 @@ fn run_stress(queue: &Queue<String>) -> usize {
                         n += 1;
                         // Some items take a while, so their keys get
                         // added again while they are processed.
-                        if (n + w as u64) % 64 == 0 {
+                        if (n + w as u64).is_multiple_of(64) {
                             thread::yield_now();
                         }
                         t.finish(k);

@@ -52,7 +52,7 @@ pub(crate) fn intern_any(s: &str) -> Arc<str> {
         // Prune at most once per MAX_ENTRIES / 4 calls that find the table
         // full: when it is full of strings still held, interning stays
         // O(1) amortized.
-        if table.full_hits % (MAX_ENTRIES / 4) == 0 {
+        if table.full_hits.is_multiple_of(MAX_ENTRIES / 4) {
             table.strings.retain(|a| Arc::strong_count(a) > 1);
         }
         table.full_hits = table.full_hits.wrapping_add(1);

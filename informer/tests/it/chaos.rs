@@ -62,7 +62,7 @@ fn write_randomly(objects: &Objects, seed: u64, end: Instant) -> usize {
             (true, _) => objects.delete("configmaps", ns, &name).is_ok(),
         };
         writes += usize::from(done);
-        if round % 64 == 0 {
+        if round.is_multiple_of(64) {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
