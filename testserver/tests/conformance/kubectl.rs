@@ -26,6 +26,28 @@ struct Kubectl {
 }
 
 impl Kubectl {
+    /// A TLS testserver and a kubectl with its own home and kubeconfig for
+    /// it; `None` (with one printed line naming `what` was skipped) when no
+    /// kubectl is on PATH.
+    async fn against_a_new_server(what: &str) -> Option<(TestServer, Kubectl)> {
+        let Some(bin) = kubectl_path() else {
+            println!("kubectl not found on PATH: {what} skipped");
+            return None;
+        };
+        let s = TestServer::builder().tls(true).start().await.unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let kubeconfig = home.path().join("kubeconfig");
+        s.write_kubeconfig(&kubeconfig).unwrap();
+        Some((
+            s,
+            Kubectl {
+                bin,
+                home,
+                kubeconfig,
+            },
+        ))
+    }
+
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
         c.args(args)
@@ -87,18 +109,8 @@ fn artifacts() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_drives_the_server() {
-    let Some(bin) = kubectl_path() else {
-        println!("kubectl not found on PATH: the kubectl tests were skipped");
+    let Some((s, k)) = Kubectl::against_a_new_server("the kubectl tests were").await else {
         return;
-    };
-    let s = TestServer::builder().tls(true).start().await.unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let kubeconfig = home.path().join("kubeconfig");
-    s.write_kubeconfig(&kubeconfig).unwrap();
-    let k = Kubectl {
-        bin,
-        home,
-        kubeconfig,
     };
     let crd = artifacts().join("crd.yaml").to_string_lossy().into_owned();
     let foo = artifacts()
@@ -299,18 +311,8 @@ async fn kubectl_drives_the_server() {
 /// no kubectl is on PATH.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
-    let Some(bin) = kubectl_path() else {
-        println!("kubectl not found on PATH: the kubectl protobuf test was skipped");
+    let Some((s, k)) = Kubectl::against_a_new_server("the kubectl protobuf test was").await else {
         return;
-    };
-    let s = TestServer::builder().tls(true).start().await.unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let kubeconfig = home.path().join("kubeconfig");
-    s.write_kubeconfig(&kubeconfig).unwrap();
-    let k = Kubectl {
-        bin,
-        home,
-        kubeconfig,
     };
     tokio::task::block_in_place(|| {
         // create deployment: a protobuf body and a protobuf answer
