@@ -43,12 +43,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use kcontrol_indexer::{meta_namespace_key, Lister, Object, ObjectOrTombstone, TypedResource};
+use kcontrol_indexer::{meta_namespace_key, KubeObject, Lister, ObjectOrTombstone, TypedResource};
 use kcontrol_informer::ResourceEventHandler;
 use kcontrol_workqueue::RateLimitingQueue;
 
 use crate::expectations::Expectations;
-use crate::owner::{get_controller_of, group_of};
+use crate::owner::group_of;
 use crate::predicate::{Change, Predicate};
 
 type MapFn<K> = dyn Fn(&K) -> Vec<String> + Send + Sync;
@@ -101,7 +101,7 @@ impl<K> fmt::Debug for EnqueueHandler<K> {
     }
 }
 
-impl<K: Object> EnqueueHandler<K> {
+impl<K: KubeObject> EnqueueHandler<K> {
     /// Enqueues the object's own key, resyncs included.
     pub fn for_object(queue: RateLimitingQueue<String>) -> Self {
         Self {
@@ -217,7 +217,7 @@ impl<K: Object> EnqueueHandler<K> {
                 namespaced,
                 exists,
             } => {
-                let Some(owner) = get_controller_of(obj.meta()) else {
+                let Some(owner) = obj.controller_ref() else {
                     return;
                 };
                 if owner.kind != *kind || group_of(&owner.api_version) != *group {
@@ -256,7 +256,7 @@ impl<K: Object> EnqueueHandler<K> {
     }
 }
 
-impl<K: Object> ResourceEventHandler<K> for EnqueueHandler<K> {
+impl<K: KubeObject> ResourceEventHandler<K> for EnqueueHandler<K> {
     fn on_add(&self, obj: &Arc<K>, _is_in_initial_list: bool) {
         if self.passes(&Change::Added(obj)) {
             let mut keys = Vec::with_capacity(1);
@@ -308,7 +308,11 @@ mod tests {
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
     use kcontrol_indexer::DeletedFinalStateUnknown;
 
-    fn obj<K: Object + Default>(ns: Option<&str>, name: &str, rv: &str) -> Arc<K> {
+    fn obj<K: kcontrol_indexer::Object + Default>(
+        ns: Option<&str>,
+        name: &str,
+        rv: &str,
+    ) -> Arc<K> {
         let mut o = K::default();
         o.meta_mut().namespace = ns.map(str::to_owned);
         o.meta_mut().name = Some(name.into());

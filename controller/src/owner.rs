@@ -22,7 +22,7 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kcontrol_client::{Api, Patch, PatchParams};
-use kcontrol_indexer::{Object, TypedResource};
+use kcontrol_indexer::{KubeObject, TypedResource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -57,9 +57,13 @@ pub fn get_controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
 
 /// Whether `obj`'s controller reference names `owner`, by uid (a deleted
 /// and re-created owner of the same name is another owner). False when
-/// either has no uid. CT1.
-pub fn is_controlled_by<K: Object + ?Sized, O: Object + ?Sized>(obj: &K, owner: &O) -> bool {
-    match (get_controller_of(obj.meta()), owner.uid()) {
+/// either has no uid. Either may be a k8s-openapi object or a lean type.
+/// CT1.
+pub fn is_controlled_by<K: KubeObject + ?Sized, O: KubeObject + ?Sized>(
+    obj: &K,
+    owner: &O,
+) -> bool {
+    match (KubeObject::controller_ref(obj), KubeObject::uid(owner)) {
         (Some(reference), Some(uid)) => !uid.is_empty() && reference.uid == uid,
         _ => false,
     }
@@ -125,7 +129,7 @@ mod tests {
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 
-    fn named<K: Object + Default>(name: &str, uid: &str) -> K {
+    fn named<K: kcontrol_indexer::Object + Default>(name: &str, uid: &str) -> K {
         let mut obj = K::default();
         obj.meta_mut().name = Some(name.into());
         obj.meta_mut().uid = Some(uid.into());

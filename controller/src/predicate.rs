@@ -69,7 +69,7 @@ impl<K> fmt::Debug for Predicate<K> {
     }
 }
 
-impl<K: Object> Predicate<K> {
+impl<K: 'static> Predicate<K> {
     /// A predicate judging every kind of event.
     pub fn new(f: impl Fn(&Change<'_, K>) -> bool + Send + Sync + 'static) -> Self {
         Self { f: Arc::new(f) }
@@ -81,28 +81,6 @@ impl<K: Object> Predicate<K> {
             Change::Updated { old, new } => f(old, new),
             Change::Added(_) | Change::Deleted(_) => true,
         })
-    }
-
-    /// Updates that change `metadata.generation` (the spec, for resources
-    /// that count generations); adds and deletes pass.
-    pub fn generation_changed() -> Self {
-        Self::on_update(|old, new| old.meta().generation != new.meta().generation)
-    }
-
-    /// Updates that change `metadata.resourceVersion`: every real change,
-    /// no periodic resync; adds and deletes pass.
-    pub fn resource_version_changed() -> Self {
-        Self::on_update(|old, new| old.resource_version() != new.resource_version())
-    }
-
-    /// Updates that change the labels; adds and deletes pass.
-    pub fn labels_changed() -> Self {
-        Self::on_update(|old, new| old.labels() != new.labels())
-    }
-
-    /// Updates that change the annotations; adds and deletes pass.
-    pub fn annotations_changed() -> Self {
-        Self::on_update(|old, new| old.annotations() != new.annotations())
     }
 
     /// Events both predicates accept.
@@ -127,6 +105,31 @@ impl<K: Object> Predicate<K> {
     /// Whether `change` passes.
     pub fn matches(&self, change: &Change<'_, K>) -> bool {
         (self.f)(change)
+    }
+}
+
+/// The ready-made predicates, for k8s-openapi objects.
+impl<K: Object> Predicate<K> {
+    /// Updates that change `metadata.generation` (the spec, for resources
+    /// that count generations); adds and deletes pass.
+    pub fn generation_changed() -> Self {
+        Self::on_update(|old, new| old.meta().generation != new.meta().generation)
+    }
+
+    /// Updates that change `metadata.resourceVersion`: every real change,
+    /// no periodic resync; adds and deletes pass.
+    pub fn resource_version_changed() -> Self {
+        Self::on_update(|old, new| old.resource_version() != new.resource_version())
+    }
+
+    /// Updates that change the labels; adds and deletes pass.
+    pub fn labels_changed() -> Self {
+        Self::on_update(|old, new| old.labels() != new.labels())
+    }
+
+    /// Updates that change the annotations; adds and deletes pass.
+    pub fn annotations_changed() -> Self {
+        Self::on_update(|old, new| old.annotations() != new.annotations())
     }
 }
 

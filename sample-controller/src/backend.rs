@@ -1,13 +1,15 @@
-//! The controller's [`Backend`]: reads from the informers' caches (listers),
-//! writes through the API, records events with the event recorder.
+//! The controller's [`Backend`]: reads from the informers' caches (listers;
+//! Deployments cached as [`LeanDeployment`]s), writes through the API,
+//! records events with the event recorder.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::events::{EventType, Recorder};
-use kcontrol_client::{Api, Client, Error, PostParams};
-use kcontrol_indexer::{Lister, Object};
+use kcontrol_client::{Api, Client, Error, Patch, PatchParams, PostParams};
+use kcontrol_indexer::{KubeObject, Lister};
 
+use crate::deployment::LeanDeployment;
 use crate::foo::Foo;
 use crate::sync::Backend;
 
@@ -15,7 +17,7 @@ use crate::sync::Backend;
 #[derive(Clone, Debug)]
 pub struct ClusterBackend {
     foos: Lister<Foo>,
-    deployments: Lister<Deployment>,
+    deployments: Lister<LeanDeployment>,
     client: Client,
     recorder: Recorder,
 }
@@ -24,7 +26,7 @@ impl ClusterBackend {
     /// A backend reading the caches behind `foos` and `deployments`.
     pub fn new(
         foos: Lister<Foo>,
-        deployments: Lister<Deployment>,
+        deployments: Lister<LeanDeployment>,
         client: Client,
         recorder: Recorder,
     ) -> Self {
@@ -42,7 +44,7 @@ impl ClusterBackend {
     }
 
     /// The Deployment cache.
-    pub fn deployments(&self) -> &Lister<Deployment> {
+    pub fn deployments(&self) -> &Lister<LeanDeployment> {
         &self.deployments
     }
 
@@ -51,12 +53,12 @@ impl ClusterBackend {
         &self.recorder
     }
 
-    fn api<K: kcontrol_indexer::TypedResource>(&self, obj: &impl Object) -> Api<K> {
+    fn api<K: kcontrol_indexer::TypedResource>(&self, obj: &impl KubeObject) -> Api<K> {
         Api::namespaced(self.client.clone(), obj.namespace().unwrap_or_default())
     }
 }
 
-fn name(obj: &impl Object) -> &str {
+fn name(obj: &impl KubeObject) -> &str {
     obj.name().unwrap_or_default()
 }
 
@@ -65,7 +67,7 @@ impl Backend for ClusterBackend {
         self.foos.get(namespace, name)
     }
 
-    fn get_deployment(&self, namespace: &str, name: &str) -> Option<Arc<Deployment>> {
+    fn get_deployment(&self, namespace: &str, name: &str) -> Option<Arc<LeanDeployment>> {
         self.deployments.get(namespace, name)
     }
 
@@ -75,9 +77,23 @@ impl Backend for ClusterBackend {
             .await
     }
 
-    async fn replace_deployment(&self, deployment: &Deployment) -> Result<Deployment, Error> {
+    async fn scale_deployment(
+        &self,
+        deployment: &LeanDeployment,
+        replicas: i32,
+    ) -> Result<Deployment, Error> {
+        // the cached resourceVersion in the patch is a precondition: a
+        // Deployment changed since is a 409, retried with the newer one
+        let patch = serde_json::json!({
+            "metadata": {"resourceVersion": deployment.resource_version()},
+            "spec": {"replicas": replicas},
+        });
         self.api::<Deployment>(deployment)
-            .replace(name(deployment), &PostParams::default(), deployment)
+            .patch(
+                name(deployment),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
             .await
     }
 

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::events::Recorder;
 use kcontrol_client::Client;
 use kcontrol_controller::handlers::EnqueueHandler;
@@ -38,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::backend::ClusterBackend;
+use crate::deployment::LeanDeployment;
 use crate::foo::Foo;
 use crate::metrics::{ControllerCollector, SharedRegistry};
 use crate::stats::ControllerStats;
@@ -114,7 +114,7 @@ pub enum ControllerError {
 pub struct Controller {
     factory: InformerFactory,
     foos_informer: Arc<SharedIndexInformer<Foo>>,
-    deployments_informer: Arc<SharedIndexInformer<Deployment>>,
+    deployments_informer: Arc<SharedIndexInformer<LeanDeployment>>,
     registrations: Vec<HandlerRegistration>,
     queue: RateLimitingQueue<String>,
     handler: Arc<SyncHandler<ClusterBackend>>,
@@ -154,7 +154,9 @@ impl Controller {
         let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
 
         // informers from one factory; managedFields dropped before objects
-        // are cached (never read here, most of an object's size)
+        // are cached (never read here, most of an object's size), and
+        // Deployments cached lean: metadata, replicas and two status
+        // fields, not the pod template (the writes build full Deployments)
         let mut factory = InformerFactory::builder(client.clone())
             .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
             .strip_managed_fields(true)
@@ -167,7 +169,7 @@ impl Controller {
         }
         let factory = factory.build();
         let foos_informer = factory.informer::<Foo>();
-        let deployments_informer = factory.informer::<Deployment>();
+        let deployments_informer = factory.informer::<LeanDeployment>();
 
         // a Foo's adds and updates enqueue its key (resyncs included: the
         // repair path; its deletion nothing, the garbage collector removes
@@ -257,8 +259,8 @@ impl Controller {
         self.handler.backend().foos().clone()
     }
 
-    /// The Deployment cache.
-    pub fn deployments(&self) -> Lister<Deployment> {
+    /// The Deployment cache (lean Deployments: see [`LeanDeployment`]).
+    pub fn deployments(&self) -> Lister<LeanDeployment> {
         self.handler.backend().deployments().clone()
     }
 

@@ -1,7 +1,15 @@
 //! The Deployment a Foo owns: how it is built ([`new_deployment`], owned
-//! through [`kcontrol_controller::owner::new_controller_ref`]) and what "in
-//! sync" means ([`is_converged`]). Ownership is checked with
+//! through [`kcontrol_controller::owner::new_controller_ref`]), how it is
+//! cached ([`LeanDeployment`]: only what the sync handler reads) and what
+//! "in sync" means ([`is_converged`]). Ownership is checked with
 //! [`kcontrol_controller::owner::is_controlled_by`].
+//!
+//! The controller writes k8s-openapi [`Deployment`]s and reads
+//! [`LeanDeployment`]s from its cache: a cached Deployment is its compact
+//! metadata (ownerReferences included), `spec.replicas` and two status
+//! fields, instead of the whole object with its pod template. The readers
+//! here ([`spec_replicas`], [`available_replicas`], [`status_observed`],
+//! [`is_converged`]) take either, through [`DeploymentView`].
 
 use std::collections::BTreeMap;
 
@@ -9,9 +17,103 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kcontrol_controller::owner::{is_controlled_by, new_controller_ref};
+use kcontrol_indexer::compact::CompactMeta;
 use kcontrol_indexer::Object;
+use serde::Deserialize;
 
 use crate::foo::Foo;
+
+/// The part of a Deployment's spec the controller reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct LeanDeploymentSpec {
+    /// `spec.replicas`.
+    #[serde(default)]
+    pub replicas: Option<i32>,
+}
+
+/// The part of a Deployment's status the controller reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeanDeploymentStatus {
+    /// `status.availableReplicas`.
+    #[serde(default)]
+    pub available_replicas: Option<i32>,
+    /// `status.observedGeneration`.
+    #[serde(default)]
+    pub observed_generation: Option<i64>,
+}
+
+kcontrol_indexer::lean_resource! {
+    /// A Deployment as the controller caches it: compact metadata
+    /// (ownerReferences included), `spec.replicas`,
+    /// `status.availableReplicas` and `status.observedGeneration`; the pod
+    /// template and everything else is skipped while decoding.
+    pub struct LeanDeployment {
+        group: "apps",
+        version: "v1",
+        kind: "Deployment",
+        plural: "deployments",
+        scope: Namespaced,
+        fields {
+            /// `spec`, as far as read.
+            spec: LeanDeploymentSpec = "spec",
+            /// `status`, as far as read.
+            status: LeanDeploymentStatus = "status",
+        }
+    }
+}
+
+/// The lean form of a Deployment the API returned (a create's or an
+/// update's result).
+impl From<&Deployment> for LeanDeployment {
+    fn from(d: &Deployment) -> Self {
+        Self {
+            metadata: CompactMeta::from(&d.metadata),
+            spec: LeanDeploymentSpec {
+                replicas: d.spec.as_ref().and_then(|s| s.replicas),
+            },
+            status: LeanDeploymentStatus {
+                available_replicas: d.status.as_ref().and_then(|s| s.available_replicas),
+                observed_generation: d.status.as_ref().and_then(|s| s.observed_generation),
+            },
+        }
+    }
+}
+
+/// What the controller reads of a Deployment, from a k8s-openapi
+/// [`Deployment`] or a cached [`LeanDeployment`].
+pub trait DeploymentView: kcontrol_indexer::KubeObject {
+    /// `spec.replicas`, as set.
+    fn replicas_field(&self) -> Option<i32>;
+    /// `status.availableReplicas`, as set.
+    fn available_replicas_field(&self) -> Option<i32>;
+    /// `status.observedGeneration`, as set.
+    fn observed_generation_field(&self) -> Option<i64>;
+}
+
+impl DeploymentView for Deployment {
+    fn replicas_field(&self) -> Option<i32> {
+        self.spec.as_ref().and_then(|s| s.replicas)
+    }
+    fn available_replicas_field(&self) -> Option<i32> {
+        self.status.as_ref().and_then(|s| s.available_replicas)
+    }
+    fn observed_generation_field(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+}
+
+impl DeploymentView for LeanDeployment {
+    fn replicas_field(&self) -> Option<i32> {
+        self.spec.replicas
+    }
+    fn available_replicas_field(&self) -> Option<i32> {
+        self.status.available_replicas
+    }
+    fn observed_generation_field(&self) -> Option<i64> {
+        self.status.observed_generation
+    }
+}
 
 /// The image of the Foo's Deployment.
 pub const IMAGE: &str = "nginx:latest";
@@ -69,40 +171,30 @@ pub fn new_deployment(foo: &Foo) -> Deployment {
 }
 
 /// `spec.replicas` of a Deployment (1 when unset, the API default).
-pub fn spec_replicas(deployment: &Deployment) -> i32 {
-    deployment
-        .spec
-        .as_ref()
-        .and_then(|s| s.replicas)
-        .unwrap_or(1)
+pub fn spec_replicas<D: DeploymentView + ?Sized>(deployment: &D) -> i32 {
+    deployment.replicas_field().unwrap_or(1)
 }
 
 /// `status.availableReplicas` of a Deployment (0 when unset).
-pub fn available_replicas(deployment: &Deployment) -> i32 {
-    deployment
-        .status
-        .as_ref()
-        .and_then(|s| s.available_replicas)
-        .unwrap_or(0)
+pub fn available_replicas<D: DeploymentView + ?Sized>(deployment: &D) -> i32 {
+    deployment.available_replicas_field().unwrap_or(0)
 }
 
 /// Whether the Deployment controller has reported on the Deployment's
 /// current generation (`status.observedGeneration` caught up): before
 /// that, its status says nothing yet (no replica counted is not "0
 /// available", it is "not looked at").
-pub fn status_observed(deployment: &Deployment) -> bool {
-    let generation = deployment.metadata.generation.unwrap_or(0);
+pub fn status_observed<D: DeploymentView + ?Sized>(deployment: &D) -> bool {
+    let generation = kcontrol_indexer::KubeObject::generation(deployment).unwrap_or(0);
     deployment
-        .status
-        .as_ref()
-        .and_then(|s| s.observed_generation)
+        .observed_generation_field()
         .is_some_and(|observed| observed >= generation)
 }
 
 /// Whether `foo` is in sync with `deployment`: the Deployment is the Foo's,
 /// has the replicas asked for, all of them available, and the Foo's status
 /// reports them.
-pub fn is_converged(foo: &Foo, deployment: &Deployment) -> bool {
+pub fn is_converged<D: DeploymentView + ?Sized>(foo: &Foo, deployment: &D) -> bool {
     let desired = foo.desired_replicas();
     is_controlled_by(deployment, foo)
         && spec_replicas(deployment) == desired
@@ -145,6 +237,33 @@ mod tests {
         assert_eq!(owner.block_owner_deletion, Some(true));
         assert!(is_controlled_by(&d, &f));
         assert!(!is_controlled_by(&d, &foo("b", 3)));
+    }
+
+    #[test]
+    fn the_lean_deployment_keeps_what_the_sync_handler_reads() {
+        let f = foo("a", 2);
+        let mut d = new_deployment(&f);
+        d.metadata.generation = Some(3);
+        d.status = Some(DeploymentStatus {
+            available_replicas: Some(1),
+            observed_generation: Some(3),
+            ..DeploymentStatus::default()
+        });
+        let wire = serde_json::to_value(&d).unwrap();
+        let lean: LeanDeployment = serde_json::from_value(wire).unwrap();
+        for view in [&lean, &LeanDeployment::from(&d)] {
+            assert_eq!(spec_replicas(view), 2);
+            assert_eq!(available_replicas(view), 1);
+            assert!(status_observed(view));
+            assert!(is_controlled_by(view, &f));
+            assert!(!is_controlled_by(view, &foo("b", 2)));
+            assert_eq!(view.metadata.name(), Some("a-deploy"));
+        }
+        let bare: LeanDeployment =
+            serde_json::from_str(r#"{"metadata":{"name":"x","generation":2}}"#).unwrap();
+        assert_eq!(spec_replicas(&bare), 1);
+        assert_eq!(available_replicas(&bare), 0);
+        assert!(!status_observed(&bare));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use kcontrol_client::{ApiError, Error};
 use kcontrol_indexer::{meta_namespace_key, Object};
 
 use super::Backend;
+use crate::deployment::LeanDeployment;
 use crate::foo::Foo;
 
 /// A recorded event: Foo key, type, reason, message.
@@ -136,8 +137,10 @@ impl Backend for FakeBackend {
         self.foo(&format!("{namespace}/{name}"))
     }
 
-    fn get_deployment(&self, namespace: &str, name: &str) -> Option<Arc<Deployment>> {
+    fn get_deployment(&self, namespace: &str, name: &str) -> Option<Arc<LeanDeployment>> {
+        // the informer's cache holds lean Deployments
         self.deployment(&format!("{namespace}/{name}"))
+            .map(|d| Arc::new(LeanDeployment::from(d.as_ref())))
     }
 
     async fn create_deployment(&self, deployment: &Deployment) -> Result<Deployment, Error> {
@@ -165,17 +168,21 @@ impl Backend for FakeBackend {
         Ok(stored)
     }
 
-    async fn replace_deployment(&self, deployment: &Deployment) -> Result<Deployment, Error> {
-        let k = key(deployment);
-        self.log(format!("replace {k}"));
+    async fn scale_deployment(
+        &self,
+        deployment: &LeanDeployment,
+        replicas: i32,
+    ) -> Result<Deployment, Error> {
+        let k = meta_namespace_key(deployment).unwrap_or_default();
+        self.log(format!("scale {k}"));
         let current = self
             .deployment(&k)
             .ok_or_else(|| api_error(404, "NotFound"))?;
-        if current.resource_version() != deployment.resource_version() {
+        if current.resource_version() != deployment.metadata.resource_version() {
             return Err(api_error(409, "Conflict"));
         }
-        let mut stored = deployment.clone();
-        stored.status = current.status.clone();
+        let mut stored = Deployment::clone(&current);
+        stored.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
         stored.metadata.resource_version = Some(self.next_rv());
         lock(&self.deployments).insert(k, Arc::new(stored.clone()));
         Ok(stored)

@@ -2,7 +2,9 @@
 //! its spec, as kubernetes/sample-controller's `syncHandler` does.
 //!
 //! It reads through a [`Backend`] (the informers' listers and the API in
-//! the controller, an in-memory fake in tests):
+//! the controller, an in-memory fake in tests). Deployments are read as
+//! [`LeanDeployment`]s (what the cache holds) and written as k8s-openapi
+//! [`Deployment`]s:
 //!
 //! 1. the Foo is gone → done (its Deployment is garbage-collected);
 //! 2. `spec.deploymentName` is empty → logged and dropped, not retried;
@@ -10,7 +12,9 @@
 //!    and a retried error when that fails);
 //! 4. the Deployment is controlled by something else → a Warning
 //!    `ErrResourceExists` event and a retried error;
-//! 5. its replicas differ from the Foo's → updated;
+//! 5. its replicas differ from the Foo's → `spec.replicas` updated (a
+//!    merge patch with the cached resourceVersion as precondition: the
+//!    rest of the Deployment is kept, a stale cache is a 409 and a retry);
 //! 6. `status.availableReplicas` is written through the status
 //!    subresource when it differs from the Deployment's, or when the Foo
 //!    has no status yet and the Deployment controller has reported on the
@@ -38,6 +42,7 @@ use kcontrol_indexer::split_meta_namespace_key;
 
 use crate::deployment::{
     available_replicas, is_converged, new_deployment, spec_replicas, status_observed,
+    LeanDeployment,
 };
 use crate::foo::{Foo, FooStatus};
 use crate::stats::{ControllerStats, Counters};
@@ -65,7 +70,7 @@ pub trait Backend: Send + Sync {
     fn get_foo(&self, namespace: &str, name: &str) -> Option<Arc<Foo>>;
 
     /// The Deployment `namespace/name` from the cache.
-    fn get_deployment(&self, namespace: &str, name: &str) -> Option<Arc<Deployment>>;
+    fn get_deployment(&self, namespace: &str, name: &str) -> Option<Arc<LeanDeployment>>;
 
     /// Creates a Deployment.
     fn create_deployment(
@@ -73,10 +78,13 @@ pub trait Backend: Send + Sync {
         deployment: &Deployment,
     ) -> impl Future<Output = Result<Deployment, Error>> + Send;
 
-    /// Replaces a Deployment (optimistic concurrency on its resourceVersion).
-    fn replace_deployment(
+    /// Sets a Deployment's `spec.replicas`, keeping the rest of it
+    /// (optimistic concurrency on `deployment`'s resourceVersion: a 409
+    /// when the Deployment changed since).
+    fn scale_deployment(
         &self,
-        deployment: &Deployment,
+        deployment: &LeanDeployment,
+        replicas: i32,
     ) -> impl Future<Output = Result<Deployment, Error>> + Send;
 
     /// Replaces a Foo's status through the status subresource.
@@ -219,7 +227,7 @@ impl<B: Backend> SyncHandler<B> {
             None => {
                 let created = self.create(&foo).await?;
                 report.created = true;
-                Arc::new(created)
+                Arc::new(LeanDeployment::from(&created))
             }
         };
         if !is_controlled_by(deployment.as_ref(), foo.as_ref()) {
@@ -231,17 +239,17 @@ impl<B: Backend> SyncHandler<B> {
             });
         }
         let deployment = match foo.spec.replicas {
-            Some(replicas) if replicas != spec_replicas(&deployment) => {
+            Some(replicas) if replicas != spec_replicas(deployment.as_ref()) => {
                 let scaled = self.scale(&foo, &deployment, replicas).await?;
                 report.scaled = true;
-                Arc::new(scaled)
+                Arc::new(LeanDeployment::from(&scaled))
             }
             _ => deployment,
         };
         let foo = self
             .update_status(key, foo, &deployment, &mut report)
             .await?;
-        report.converged = is_converged(&foo, &deployment);
+        report.converged = is_converged(&foo, deployment.as_ref());
         if report.status_written {
             self.backend.record(
                 &foo,
@@ -280,18 +288,12 @@ impl<B: Backend> SyncHandler<B> {
     async fn scale(
         &self,
         foo: &Foo,
-        deployment: &Deployment,
+        deployment: &LeanDeployment,
         replicas: i32,
     ) -> Result<Deployment, SyncError> {
         let name = &foo.spec.deployment_name;
         tracing::debug!(deployment = %name, replicas, "updating Deployment replicas");
-        let mut desired = deployment.clone();
-        if let Some(spec) = desired.spec.as_mut() {
-            spec.replicas = Some(replicas);
-        } else {
-            desired.spec = new_deployment(foo).spec;
-        }
-        match self.backend.replace_deployment(&desired).await {
+        match self.backend.scale_deployment(deployment, replicas).await {
             Ok(updated) => {
                 Counters::bump(&self.counters.deployments_updated);
                 Ok(updated)
@@ -315,7 +317,7 @@ impl<B: Backend> SyncHandler<B> {
         &self,
         key: &str,
         foo: Arc<Foo>,
-        deployment: &Deployment,
+        deployment: &LeanDeployment,
         report: &mut SyncReport,
     ) -> Result<Arc<Foo>, SyncError> {
         let available = available_replicas(deployment);

@@ -74,7 +74,7 @@ fn the_happy_path_takes_three_writes() {
         })
     );
     let d = h.backend().deployment("ns/web").unwrap();
-    assert_eq!(spec_replicas(&d), 3);
+    assert_eq!(spec_replicas(d.as_ref()), 3);
     assert!(h.backend().events().is_empty());
     // 2: the Deployment's watch event: still nothing to write.
     assert_eq!(sync(&h, "ns/a"), synced(SyncReport::default()));
@@ -212,7 +212,7 @@ fn replicas_are_followed_and_the_rest_of_the_deployment_kept() {
         "status 1 is written while the Deployment scales to 4"
     );
     let d = h.backend().deployment("ns/web").unwrap();
-    assert_eq!(spec_replicas(&d), 4);
+    assert_eq!(spec_replicas(d.as_ref()), 4);
     assert_eq!(d.annotations()["note"], "kept");
     // every status write is reported, as upstream reports every sync
     assert_eq!(h.backend().events().len(), 1);
@@ -268,7 +268,7 @@ fn a_status_conflict_is_retried() {
         fn get_foo(&self, _: &str, _: &str) -> Option<Arc<Foo>> {
             Some(Arc::clone(&self.1))
         }
-        fn get_deployment(&self, ns: &str, name: &str) -> Option<Arc<Deployment>> {
+        fn get_deployment(&self, ns: &str, name: &str) -> Option<Arc<LeanDeployment>> {
             self.0.get_deployment(ns, name)
         }
         async fn create_deployment(
@@ -277,11 +277,12 @@ fn a_status_conflict_is_retried() {
         ) -> Result<Deployment, kcontrol_client::Error> {
             self.0.create_deployment(d).await
         }
-        async fn replace_deployment(
+        async fn scale_deployment(
             &self,
-            d: &Deployment,
+            d: &LeanDeployment,
+            replicas: i32,
         ) -> Result<Deployment, kcontrol_client::Error> {
-            self.0.replace_deployment(d).await
+            self.0.scale_deployment(d, replicas).await
         }
         async fn replace_foo_status(&self, foo: &Foo) -> Result<Foo, kcontrol_client::Error> {
             self.0.replace_foo_status(foo).await
@@ -355,7 +356,7 @@ proptest! {
         for key in &keys {
             let foo = h.backend().foo(key).unwrap();
             let deploy = h.backend().deployment(&format!("ns/{}", foo.spec.deployment_name)).unwrap();
-            prop_assert!(crate::deployment::is_converged(&foo, &deploy), "{key} not converged");
+            prop_assert!(crate::deployment::is_converged(&foo, deploy.as_ref()), "{key} not converged");
             prop_assert_eq!(foo.available_replicas(), foo.desired_replicas());
         }
         // In sync: another round writes nothing and records nothing.
