@@ -223,3 +223,66 @@ async fn ct17_a_leader_that_cannot_renew_stops_its_controllers_and_says_so() {
         "{ended:?}"
     );
 }
+
+/// CT17: `/readyz` answers 503 from the moment shutdown starts, while a
+/// reconcile in flight still holds the drain (a load balancer stops
+/// sending before the process stops).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ct17_readyz_is_503_from_the_start_of_shutdown() {
+    let (server, client) = server().await;
+    seed(&server);
+    let (tx, mut started) = mpsc::unbounded_channel::<String>();
+    // closed to let the reconcile finish: every acquire then returns at once
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let mut manager = Manager::new(client);
+    let configmaps = manager.controller::<ConfigMap>();
+    let held = Arc::clone(&release);
+    manager.add(
+        configmaps,
+        move |_cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let (tx, held) = (tx.clone(), Arc::clone(&held));
+            async move {
+                tx.send(ctx.key().to_string()).unwrap();
+                let _ = held.acquire().await;
+                Ok::<_, std::io::Error>(Action::Done)
+            }
+        },
+    );
+    let addr = manager
+        .serve_health("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert_eq!(next(&mut started).await, "default/app");
+    let mut ready = false;
+    for _ in 0..600 {
+        if get(addr, "/readyz").await.0 == 200 {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ready, "/readyz never turned 200");
+
+    shutdown.cancel();
+    let mut unready = false;
+    for _ in 0..600 {
+        if get(addr, "/readyz").await.0 == 503 {
+            unready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(unready, "/readyz stayed 200 after shutdown started");
+    assert!(
+        !run.is_finished(),
+        "the reconcile in flight still holds the drain"
+    );
+    release.close();
+    tokio::time::timeout(DEADLINE, run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
