@@ -79,11 +79,9 @@ pub(crate) fn render_one(
     match output {
         Output::Json => Ok((object_json(info, obj), "application/json")),
         Output::Protobuf { json_fallback } => {
-            match crate::proto::encode_object(&object_value(info, obj)) {
-                Ok(b) => Ok((Bytes::from(b), crate::proto::MEDIA_TYPE)),
-                Err(_) if json_fallback => Ok((object_json(info, obj), "application/json")),
-                Err(e) => Err(super::negotiate::proto_response_error(&e)),
-            }
+            protobuf_or_json(&object_value(info, obj), json_fallback, || {
+                object_json(info, obj)
+            })
         }
         Output::Yaml => yaml(&object_value(info, obj)),
         Output::PartialMetadata { v1beta1 } => Ok((
@@ -112,12 +110,22 @@ pub(crate) fn render_value(
 ) -> Result<(Bytes, &'static str), StatusError> {
     match output {
         Output::Yaml => yaml(v),
-        Output::Protobuf { json_fallback } => match crate::proto::encode_object(v) {
-            Ok(b) => Ok((Bytes::from(b), crate::proto::MEDIA_TYPE)),
-            Err(_) if json_fallback => Ok((json_bytes(v), "application/json")),
-            Err(e) => Err(super::negotiate::proto_response_error(&e)),
-        },
+        Output::Protobuf { json_fallback } => protobuf_or_json(v, json_fallback, || json_bytes(v)),
         _ => Ok((json_bytes(v), "application/json")),
+    }
+}
+
+/// `v` in protobuf; when protobuf cannot carry it, `json()` if the client
+/// also accepts JSON (`json_fallback`), else 406 naming what was missing.
+fn protobuf_or_json(
+    v: &Value,
+    json_fallback: bool,
+    json: impl FnOnce() -> Bytes,
+) -> Result<(Bytes, &'static str), StatusError> {
+    match crate::proto::encode_object(v) {
+        Ok(b) => Ok((Bytes::from(b), crate::proto::MEDIA_TYPE)),
+        Err(_) if json_fallback => Ok((json(), "application/json")),
+        Err(e) => Err(super::negotiate::proto_response_error(&e)),
     }
 }
 

@@ -436,12 +436,7 @@ async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
                 && err.contains("Content-Type: application/vnd.kubernetes.protobuf"),
             "{err}"
         );
-        let revisions: Vec<&str> = history
-            .lines()
-            .skip_while(|l| !l.starts_with("REVISION"))
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next())
-            .collect();
+        let revisions = history_revisions(&history);
         assert_eq!(revisions, ["1", "2", "3"], "{history}");
         assert!(k
             .ok(&["rollout", "history", "deployment", "web", "--revision=3"])
@@ -460,12 +455,7 @@ async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
             "nginx"
         );
         let history = k.ok(&["rollout", "history", "deployment", "web"]);
-        let revisions: Vec<&str> = history
-            .lines()
-            .skip_while(|l| !l.starts_with("REVISION"))
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next())
-            .collect();
+        let revisions = history_revisions(&history);
         assert_eq!(revisions, ["1", "3", "4"], "{history}");
         assert!(k
             .ok(&["rollout", "status", "deployment", "web", "--timeout=30s"])
@@ -481,4 +471,14 @@ async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
         counts.sort_unstable();
         assert_eq!(counts, ["0", "0", "3"], "{rs}");
     });
+}
+
+/// The REVISION column of `kubectl rollout history`.
+fn history_revisions(history: &str) -> Vec<&str> {
+    history
+        .lines()
+        .skip_while(|l| !l.starts_with("REVISION"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect()
 }
