@@ -2,6 +2,7 @@
 //! HTTP/2, TLS with ALPN when configured), authenticates, applies injected
 //! faults, routes, and records every request.
 
+pub(crate) mod accept;
 pub(crate) mod admin;
 pub(crate) mod body;
 pub(crate) mod discovery;
@@ -15,7 +16,9 @@ pub mod request;
 pub(crate) mod table;
 pub(crate) mod watch;
 
-use crate::faults::{Failure, Faults, Listening, Restart, ScopedResource};
+pub(crate) use accept::serve;
+
+use crate::faults::{Failure, Faults, ScopedResource};
 use crate::metrics::{Metrics, RequestRecord};
 use crate::rest::Core;
 use crate::status::StatusError;
@@ -28,9 +31,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 use tokio::sync::watch as tokio_watch;
-use tokio::task::JoinSet;
 
 /// Settings of the HTTP front.
 #[derive(Clone, Debug)]
@@ -322,7 +323,7 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
     resp
 }
 
-async fn serve_connection<I>(io: I, state: Arc<State>, cert_ok: bool)
+pub(crate) async fn serve_connection<I>(io: I, state: Arc<State>, cert_ok: bool)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -334,123 +335,4 @@ where
     if let Err(e) = builder.serve_connection(TokioIo::new(io), svc).await {
         tracing::debug!(error = %e, "connection ended with an error");
     }
-}
-
-/// What the accept loop was woken by.
-enum Woken {
-    Accepted(std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)>),
-    Restart(Restart),
-    Shutdown,
-    Other,
-}
-
-/// Accepts connections until shutdown; then ends every connection. A
-/// restart ([`crate::Faults::restart`]) cuts every connection and closes
-/// the port for a while.
-pub(crate) async fn serve(
-    mut listener: TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    state: Arc<State>,
-    mut shutdown: tokio_watch::Receiver<bool>,
-) {
-    let mut conns = JoinSet::new();
-    let mut listening = state.faults.subscribe_listening();
-    let mut restarts = 0;
-    loop {
-        let woken = tokio::select! {
-            a = listener.accept() => Woken::Accepted(a),
-            _ = shutdown.changed() => Woken::Shutdown,
-            Ok(()) = listening.changed() => match *listening.borrow_and_update() {
-                Listening::Down(r) => Woken::Restart(r),
-                _ => Woken::Other,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => Woken::Other,
-        };
-        let accepted = match woken {
-            Woken::Accepted(a) => a,
-            Woken::Shutdown => break,
-            Woken::Other => continue,
-            Woken::Restart(r) => {
-                abort_all(&mut conns).await;
-                state.faults.went_down();
-                match reopen(listener, r.down, &mut shutdown).await {
-                    Some(l) => listener = l,
-                    None => break,
-                }
-                restarts += 1;
-                state.faults.came_back(r, restarts);
-                continue;
-            }
-        };
-        let (stream, peer) = match accepted {
-            Ok(x) => x,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "set_nodelay");
-        }
-        let state = state.clone();
-        match tls.clone() {
-            None => {
-                conns.spawn(serve_connection(stream, state, false));
-            }
-            Some(acceptor) => {
-                conns.spawn(async move {
-                    match acceptor.accept(stream).await {
-                        Ok(tls_stream) => {
-                            let cert_ok = tls_stream
-                                .get_ref()
-                                .1
-                                .peer_certificates()
-                                .is_some_and(|c| !c.is_empty());
-                            serve_connection(tls_stream, state, cert_ok).await;
-                        }
-                        Err(e) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
-                    }
-                });
-            }
-        }
-    }
-    abort_all(&mut conns).await;
-    state.faults.stopped();
-}
-
-async fn abort_all(conns: &mut JoinSet<()>) {
-    conns.abort_all();
-    while conns.join_next().await.is_some() {}
-}
-
-/// Closes the port, waits `down` (or shutdown: `None`), and listens on the
-/// same address again.
-async fn reopen(
-    listener: TcpListener,
-    down: Duration,
-    shutdown: &mut tokio_watch::Receiver<bool>,
-) -> Option<TcpListener> {
-    let addr = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => {
-            tracing::error!(error = %e, "restart: the listening address is unknown");
-            return None;
-        }
-    };
-    drop(listener);
-    tokio::select! {
-        () = tokio::time::sleep(down) => {}
-        _ = shutdown.changed() => return None,
-    }
-    // the port was ours a moment ago; a short retry covers a slow release
-    for _ in 0..100 {
-        match TcpListener::bind(addr).await {
-            Ok(l) => return Some(l),
-            Err(e) => tracing::debug!(%addr, error = %e, "restart: rebinding"),
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tracing::error!(%addr, "restart: the port could not be bound again; the server stops");
-    None
 }
