@@ -459,19 +459,23 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     wait_holder(&s.server, "a", &a).await;
-
-    let (code, text) = get(addr, "/metrics").await;
-    assert_eq!(code, 200);
-    let before = scrape_samples(&text);
-    assert_eq!(
-        sum(
+    // The Lease names its holder as soon as the server stored it; the
+    // elector sets its gauge once the answer is back: wait for the gauge.
+    let deadline = Instant::now() + SAFETY;
+    let before = loop {
+        let text = text_of(addr).await;
+        let before = scrape_samples(&text);
+        let leading = sum(
             &before,
             "leader_election_master_status",
-            &["name=sample-controller"]
-        ),
-        1.0,
-        "{text}"
-    );
+            &["name=sample-controller"],
+        );
+        if leading == 1.0 {
+            break before;
+        }
+        assert!(Instant::now() < deadline, "never led by its gauge:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     for i in 1..=5 {
         create_foo(&s.client, i).await;
     }
