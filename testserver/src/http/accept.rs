@@ -22,8 +22,8 @@ enum Woken {
 }
 
 /// Accepts connections until shutdown; then ends every connection. A
-/// restart ([`crate::Faults::restart`]) cuts every connection and closes
-/// the port for a while.
+/// restart ([`crate::Faults::restart`]) closes the port, cuts every
+/// connection, and listens again after the restart's down time.
 pub(crate) async fn serve(
     mut listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -114,7 +114,8 @@ async fn go_down(listener: TcpListener, conns: &mut JoinSet<()>) -> Option<std::
     addr
 }
 
-/// Closes the port and returns its address (`None` if it is unknown).
+/// Closes the port (the listener is dropped on return) and returns its
+/// address (`None` if it is unknown).
 fn close(listener: TcpListener) -> Option<std::net::SocketAddr> {
     match listener.local_addr() {
         Ok(addr) => Some(addr),
