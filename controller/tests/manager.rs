@@ -20,7 +20,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use support::{eventually, get, next, server, DEADLINE};
+use support::{eventually, get, next, server, wait_for_status, DEADLINE};
 
 fn seed(server: &TestServer) {
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}});
@@ -83,15 +83,7 @@ async fn ct17_controllers_share_one_factory_one_health_server_and_one_shutdown()
     let mut seen = vec![next(&mut rx).await, next(&mut rx).await];
     seen.sort();
     assert_eq!(seen, ["configmap default/app", "secret default/app"]);
-    let mut ready = false;
-    for _ in 0..600 {
-        if get(addr, "/readyz").await.0 == 200 {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready, "/readyz never turned 200");
+    wait_for_status(addr, "/readyz", 200).await;
     let lists = server
         .request_log()
         .iter()
@@ -255,26 +247,10 @@ async fn ct17_readyz_is_503_from_the_start_of_shutdown() {
     let shutdown = CancellationToken::new();
     let run = tokio::spawn(manager.run(shutdown.clone()));
     assert_eq!(next(&mut started).await, "default/app");
-    let mut ready = false;
-    for _ in 0..600 {
-        if get(addr, "/readyz").await.0 == 200 {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(ready, "/readyz never turned 200");
+    wait_for_status(addr, "/readyz", 200).await;
 
     shutdown.cancel();
-    let mut unready = false;
-    for _ in 0..600 {
-        if get(addr, "/readyz").await.0 == 503 {
-            unready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(unready, "/readyz stayed 200 after shutdown started");
+    wait_for_status(addr, "/readyz", 503).await;
     assert!(
         !run.is_finished(),
         "the reconcile in flight still holds the drain"

@@ -1,6 +1,7 @@
 //! What the controller layer's end-to-end tests share: a server and its
 //! client, the longest wait, a condition polled until it holds, the next
-//! message of a channel, a GET on a health server.
+//! message of a channel, a GET on a health server and a wait for its
+//! answer.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
@@ -54,4 +55,21 @@ pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (code, body)
+}
+
+/// Polls `GET path` on a health server until it answers `code`; panics
+/// naming the path and the code after [`DEADLINE`].
+pub async fn wait_for_status(addr: SocketAddr, path: &str, code: u16) {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let (got, body) = get(addr, path).await;
+        if got == code {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path} never answered {code} (last {got}: {body})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
