@@ -406,6 +406,26 @@ async fn text_of(addr: SocketAddr) -> String {
     get(addr, "/metrics").await.1
 }
 
+/// Scrapes `/metrics` until `done` holds for its samples and text, and
+/// returns those samples; panics with `what` and the last text after
+/// [`SAFETY`].
+async fn scrape_until(
+    addr: SocketAddr,
+    what: &str,
+    done: impl Fn(&BTreeMap<String, f64>, &str) -> bool,
+) -> BTreeMap<String, f64> {
+    let deadline = Instant::now() + SAFETY;
+    loop {
+        let text = text_of(addr).await;
+        let samples = scrape_samples(&text);
+        if done(&samples, &text) {
+            return samples;
+        }
+        assert!(Instant::now() < deadline, "{what}:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// The observation count of the histogram `metric` with label `key=value`.
 fn histogram_count(text: &str, metric: &str, key: &str, value: &str) -> u64 {
     let lines = text.lines().map(|l| Ok(l.to_owned()));
@@ -461,21 +481,14 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
     wait_holder(&s.server, "a", &a).await;
     // The Lease names its holder as soon as the server stored it; the
     // elector sets its gauge once the answer is back: wait for the gauge.
-    let deadline = Instant::now() + SAFETY;
-    let before = loop {
-        let text = text_of(addr).await;
-        let before = scrape_samples(&text);
-        let leading = sum(
-            &before,
+    let before = scrape_until(addr, "never led by its gauge", |m, _| {
+        sum(
+            m,
             "leader_election_master_status",
             &["name=sample-controller"],
-        );
-        if leading == 1.0 {
-            break before;
-        }
-        assert!(Instant::now() < deadline, "never led by its gauge:\n{text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        ) == 1.0
+    })
+    .await;
     for i in 1..=5 {
         create_foo(&s.client, i).await;
     }
@@ -484,7 +497,6 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
     }
     // the work queue took the keys, the reflectors listed and watched,
     // the informers hold the objects, the client counted its requests
-    let deadline = Instant::now() + SAFETY;
     let checks = |m: &BTreeMap<String, f64>, text: &str| {
         sum(m, "workqueue_adds_total", &["name=foos"]) >= 5.0
             && sum(m, "informer_notifications_total", &["name=foos"]) >= 5.0
@@ -513,18 +525,12 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
     // the creates were counted, so the queue is drained once it is seen
     // empty, not at the first scrape where the other figures moved.
     let drained = |m: &BTreeMap<String, f64>| sum(m, "workqueue_depth", &["name=foos"]) == 0.0;
-    let after = loop {
-        let text = text_of(addr).await;
-        let after = scrape_samples(&text);
-        if checks(&after, &text) && drained(&after) {
-            break after;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "metrics did not move or the queue never drained:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let after = scrape_until(
+        addr,
+        "metrics did not move or the queue never drained",
+        |m, text| checks(m, text) && drained(m),
+    )
+    .await;
     assert!(
         !checks(&before, ""),
         "the figures moved from before: {before:?}"
