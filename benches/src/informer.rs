@@ -46,7 +46,7 @@ mod latency;
 pub mod relist;
 mod running;
 mod server;
-mod sync;
+pub(crate) mod sync;
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -202,7 +202,7 @@ pub fn bytes_field(out: &HashMap<String, Value>, name: &str) -> Result<u64, Stri
 }
 
 /// The Tokio runtime of every role: two worker threads, as many as cores.
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

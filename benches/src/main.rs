@@ -13,6 +13,7 @@ mod rss;
 mod soak;
 mod store;
 mod testserver;
+mod wire;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +53,11 @@ enum Scenario {
     /// replica, SIGTERM and SIGKILL restarts) for --duration; then it must
     /// converge with nothing lost, duplicated or orphaned.
     Soak,
+    /// Informer sync of 100,000 ConfigMaps from the bytes a real
+    /// kube-apiserver 1.36 sent (list, WatchList, metadata-only list; JSON
+    /// and protobuf), served paced as the real server sent them and
+    /// unpaced, beside the floor: the same bytes received and dropped.
+    Wire,
 }
 
 /// kcontrol benchmark harness.
@@ -88,9 +94,55 @@ struct Args {
     /// sample-controller code built into kcontrol-bench.
     #[arg(long, value_name = "PATH")]
     controller_bin: Option<PathBuf>,
+    /// wire: the kube-apiserver-1.36 fixture directory [default:
+    /// $KCONTROL_BENCH_WIRE_FIXTURES, else
+    /// ../shared/fixtures/kube-apiserver-1.36 from the workspace root].
+    #[arg(long, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
+    /// wire: only these paces (comma-separated) [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pace: Vec<wire::Pace>,
+    /// wire: only these encodings [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    encoding: Vec<wire::Encoding>,
+    /// wire: only these modes [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    mode: Vec<wire::Mode>,
+    /// wire: only these cached types [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    cached_type: Vec<wire::CachedType>,
+    /// wire: run every row this many times, interleaved [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: Option<u32>,
 }
 
 impl Args {
+    /// The wire scenario's options; an error naming a wire flag given to
+    /// another scenario.
+    fn wire_options(&self) -> Result<wire::Options, String> {
+        let given = [
+            ("--fixtures", self.fixtures.is_some()),
+            ("--pace", !self.pace.is_empty()),
+            ("--encoding", !self.encoding.is_empty()),
+            ("--mode", !self.mode.is_empty()),
+            ("--cached-type", !self.cached_type.is_empty()),
+            ("--rounds", self.rounds.is_some()),
+        ];
+        if self.scenario != Scenario::Wire {
+            if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+                return Err(format!("{flag} applies to the wire scenario only"));
+            }
+        }
+        Ok(wire::Options {
+            fixtures: self.fixtures.clone(),
+            paces: self.pace.clone(),
+            encodings: self.encoding.clone(),
+            modes: self.mode.clone(),
+            cached_types: self.cached_type.clone(),
+            rounds: self.rounds.unwrap_or(1),
+        })
+    }
+
     /// The soak's options; an error naming a soak flag given to another
     /// scenario.
     fn soak_options(&self) -> Result<soak::Options, String> {
@@ -141,8 +193,14 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some(soak::process::CHILD_ARG) {
         return soak::process::child_main(argv.get(2..).unwrap_or_default());
     }
+    if argv.get(1).map(String::as_str) == Some(wire::CHILD_ARG) {
+        return wire::child_main();
+    }
     let args = Args::parse();
-    let soak_options = match args.soak_options() {
+    let options = args
+        .soak_options()
+        .and_then(|soak| Ok((soak, args.wire_options()?)));
+    let (soak_options, wire_options) = match options {
         Ok(options) => options,
         Err(err) => {
             eprintln!("kcontrol-bench: {err}");
@@ -159,6 +217,7 @@ fn main() -> ExitCode {
         Scenario::Informer => informer::bench(&mut report),
         Scenario::Relist => informer::relist::bench(&mut report),
         Scenario::Soak => soak::bench(&mut report, &soak_options),
+        Scenario::Wire => wire::bench(&mut report, &wire_options),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::serde::de::DeserializeOwned;
-use kcontrol_client::{Api, ObjectList};
+use kcontrol_client::{Api, Client, ObjectList};
 use kcontrol_indexer::compact::CompactConfigMap;
 use kcontrol_indexer::{KubeObject, PartialObjectMetadata};
 use kcontrol_informer::{
@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use super::running::Running;
 use super::server::ServerProcess;
 use super::{bytes_field, client, field, ChildSpec};
+use crate::controller::procstat;
 use crate::report::{row, Report};
 use crate::rss;
 
@@ -149,7 +150,12 @@ pub fn builder(spec: &ChildSpec) -> Result<SharedIndexInformerBuilder<ConfigMap>
 
 /// Child: one informer's initial sync, measured, of the type the spec asks.
 pub async fn sync_child(spec: &ChildSpec) -> Result<Value, String> {
-    let client = client(&spec.url)?;
+    sync_with(spec, client(&spec.url)?).await
+}
+
+/// One informer's initial sync through `client`, measured, of the type the
+/// spec asks (the spec's URL is not used).
+pub async fn sync_with(spec: &ChildSpec, client: Client) -> Result<Value, String> {
     let ns = &spec.namespace;
     match spec.kind {
         "compact" => {
@@ -161,12 +167,19 @@ pub async fn sync_child(spec: &ChildSpec) -> Result<Value, String> {
             let builder = SharedIndexInformer::<PartialObjectMetadata<ConfigMap>>::builder(api);
             sync_of(spec, builder.strip_managed_fields()).await
         }
-        _ => sync_of(spec, builder(spec)?).await,
+        _ => {
+            let api = Api::<ConfigMap>::namespaced(client, ns);
+            sync_of(
+                spec,
+                SharedIndexInformer::builder(api).strip_managed_fields(),
+            )
+            .await
+        }
     }
 }
 
 /// One informer's initial sync, measured.
-async fn sync_of<K: KubeObject + DeserializeOwned>(
+pub(crate) async fn sync_of<K: KubeObject + DeserializeOwned>(
     spec: &ChildSpec,
     builder: SharedIndexInformerBuilder<K>,
 ) -> Result<Value, String> {
@@ -179,9 +192,11 @@ async fn sync_of<K: KubeObject + DeserializeOwned>(
     let reg = counting_handler(&informer, &adds)?;
     let baseline = rss::current_bytes();
     rss::reset_peak();
+    let cpu_before = procstat::cpu_time("self");
     let start = Instant::now();
     let run = Running::synced(&informer, &reg, SYNC_LIMIT).await?;
     let sync_seconds = start.elapsed().as_secs_f64();
+    let cpu_seconds = procstat::cpu_time("self").saturating_sub(cpu_before);
     let peak = rss::peak_bytes();
     tokio::time::sleep(SETTLE).await;
     let steady = rss::current_bytes();
@@ -197,6 +212,7 @@ async fn sync_of<K: KubeObject + DeserializeOwned>(
     }
     Ok(json!({
         "sync_seconds": sync_seconds,
+        "cpu_seconds": cpu_seconds.as_secs_f64(),
         "peak_rss_bytes": peak,
         "steady_rss_bytes": steady,
         "baseline_rss_bytes": baseline,

@@ -1,0 +1,86 @@
+//! The client's path without the transport: a [`ListerWatcher`] that
+//! answers from a capture held in memory, cut in the server's 64 KiB
+//! chunks, through the same decoders the client uses on a response body
+//! ([`ListStream`], [`WatchStream`]). The `memory` child role syncs an
+//! informer from it, so that an instruction-exact profiler (callgrind)
+//! sees only the decoders, the reflector, the DeltaFIFO and the informer:
+//!
+//! ```sh
+//! KCONTROL_BENCH_WIRE_ROLE=memory KCONTROL_BENCH_WIRE_ROW=unpaced/json/watchlist/ConfigMap \
+//!   valgrind --tool=callgrind target/release/kcontrol-bench __wire-child
+//! ```
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use kcontrol_client::{
+    Error, ListParams, ListStream, ObjectList, WatchParams, WatchStream,
+    DEFAULT_MAX_WATCH_FRAME_SIZE,
+};
+use kcontrol_indexer::KubeObject;
+use kcontrol_reflector::{ListerWatcher, WatchEventStream};
+use serde::de::DeserializeOwned;
+
+use super::pace::CHUNK;
+
+/// Answers lists with `list` and WatchList watches with `watch_list`; any
+/// other watch stays open without events.
+pub struct CaptureListerWatcher {
+    list: Bytes,
+    watch_list: Bytes,
+}
+
+impl CaptureListerWatcher {
+    /// A lister-watcher of these captures (either may be empty when the
+    /// sync does not use it).
+    pub fn new(list: Bytes, watch_list: Bytes) -> Self {
+        Self { list, watch_list }
+    }
+}
+
+/// `data` in the server's chunks, as a body stream.
+fn chunks(data: &Bytes) -> impl futures::Stream<Item = Result<Bytes, Error>> + Send + 'static {
+    let data = data.clone();
+    let starts = (0..data.len()).step_by(CHUNK);
+    futures::stream::iter(starts.map(move |at| Ok(data.slice(at..(at + CHUNK).min(data.len())))))
+}
+
+impl<K: KubeObject + DeserializeOwned> ListerWatcher<K> for CaptureListerWatcher {
+    fn list<'a>(&'a self, _params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
+        async move {
+            serde_json::from_slice(&self.list).map_err(|source| Error::Decode {
+                what: "the list capture".to_owned(),
+                source,
+            })
+        }
+        .boxed()
+    }
+
+    fn list_stream<'a>(
+        &'a self,
+        _params: &'a ListParams,
+    ) -> BoxFuture<'a, Result<ListStream<K>, Error>> {
+        let stream = ListStream::new(
+            chunks(&self.list),
+            "list of configmaps",
+            DEFAULT_MAX_WATCH_FRAME_SIZE,
+        );
+        async move { Ok(stream) }.boxed()
+    }
+
+    fn watch<'a>(
+        &'a self,
+        params: &'a WatchParams,
+        _resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<WatchEventStream<K>, Error>> {
+        let body = if params.send_initial_events {
+            self.watch_list.clone()
+        } else {
+            Bytes::new()
+        };
+        // the watch stays open after its bytes, as a server holds it
+        let open = chunks(&body).chain(futures::stream::pending());
+        let stream = WatchStream::<K>::new(open, DEFAULT_MAX_WATCH_FRAME_SIZE).boxed();
+        async move { Ok(stream) }.boxed()
+    }
+}
