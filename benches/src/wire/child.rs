@@ -40,6 +40,8 @@ const URL_ENV: &str = "KCONTROL_BENCH_WIRE_URL";
 const CA_ENV: &str = "KCONTROL_BENCH_WIRE_CA";
 const ROW_ENV: &str = "KCONTROL_BENCH_WIRE_ROW";
 const BYTES_ENV: &str = "KCONTROL_BENCH_WIRE_BYTES";
+/// Objects in the capture of the `memory` role (default [`OBJECTS`]).
+const OBJECTS_ENV: &str = "KCONTROL_BENCH_WIRE_OBJECTS";
 
 /// Whether the client can be switched to protobuf. The switch comes with
 /// the client's protobuf path (issue 23 items 1-2, branch `proto`); until
@@ -122,6 +124,11 @@ fn run_task() -> Result<Value, String> {
     };
     let runtime = crate::informer::runtime()?;
     if role == "memory" {
+        let mut spec = spec;
+        // a cut capture (for a profiler) holds fewer objects
+        if let Ok(objects) = std::env::var(OBJECTS_ENV) {
+            spec.objects = objects.parse().map_err(|e| format!("{OBJECTS_ENV}: {e}"))?;
+        }
         return runtime.block_on(memory_sync(&spec, row));
     }
     let config = client_config(&var(URL_ENV)?, &var(CA_ENV)?, row.encoding)?;

@@ -9,17 +9,20 @@
 //! KCONTROL_BENCH_WIRE_ROLE=memory KCONTROL_BENCH_WIRE_ROW=unpaced/json/watchlist/ConfigMap \
 //!   valgrind --tool=callgrind target/release/kcontrol-bench __wire-child
 //! ```
+//!
+//! (`KCONTROL_BENCH_WIRE_FIXTURES` may point at captures cut to fewer
+//! objects, with `KCONTROL_BENCH_WIRE_OBJECTS` saying how many.)
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
+use k8s_openapi::serde::de::DeserializeOwned;
 use kcontrol_client::{
     Error, ListParams, ListStream, ObjectList, WatchParams, WatchStream,
     DEFAULT_MAX_WATCH_FRAME_SIZE,
 };
 use kcontrol_indexer::KubeObject;
 use kcontrol_reflector::{ListerWatcher, WatchEventStream};
-use serde::de::DeserializeOwned;
 
 use super::pace::CHUNK;
 

@@ -6,6 +6,7 @@
 //! until `hold` has passed or the client has gone.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
