@@ -131,7 +131,14 @@ fn run_task() -> Result<Value, String> {
         }
         return runtime.block_on(memory_sync(&spec, row));
     }
-    let config = client_config(&var(URL_ENV)?, &var(CA_ENV)?, row.encoding)?;
+    // the floor names its encoding in its own Accept: its client only
+    // carries the bytes, whatever it could decode
+    let encoding = if role == "floor" {
+        Encoding::Json
+    } else {
+        row.encoding
+    };
+    let config = client_config(&var(URL_ENV)?, &var(CA_ENV)?, encoding)?;
     runtime.block_on(async {
         let client = Client::new(config).map_err(|e| format!("the client: {e}"))?;
         match role.as_str() {
