@@ -413,6 +413,25 @@ mod tests {
         Ok(())
     }
 
+    /// WQ4: threads blocked in `get` wake at shutdown and get `None`. The
+    /// test waits until all four sleep (the count only the crate sees).
+    #[test]
+    fn wq4_shut_down_wakes_blocked_threads() {
+        let queue: Queue<u32> = Queue::new();
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4).map(|_| s.spawn(|| queue.get())).collect();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while queue.shared.lock().guard.waiters.sleeping < 4 {
+                assert!(Instant::now() < deadline, "the workers never slept");
+                std::thread::yield_now();
+            }
+            queue.shut_down();
+            for w in workers {
+                assert_eq!(w.join().ok(), Some(None));
+            }
+        });
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
