@@ -7,6 +7,7 @@
     missing_docs
 )]
 
+mod admission;
 mod apply;
 mod client;
 mod crds;
