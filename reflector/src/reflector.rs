@@ -266,26 +266,28 @@ where
     /// Gets the current state into the FIFO: through WatchList when enabled
     /// and supported (returning the watch to go on with), else a list.
     async fn sync(&self) -> Result<Option<WatchEventStream<K>>, ReflectorError> {
-        while self.config.use_watch_list {
-            let preset = self.pacing.lock().preset();
-            match self.watch_list().await {
-                Ok(stream) => return Ok(Some(stream)),
-                Err(e) if e.is_fifo_closed() => return Err(e),
-                // client-go: a server refusing connections or asking for a
-                // wait (429) gets WatchList again after a backoff: a list
-                // would cost it more (RF6)
-                Err(e) if e.retries_watch_list(preset) => {
-                    self.note_retry(&e);
-                    tokio::time::sleep(self.next_backoff(&e)).await;
-                }
-                // client-go: any other WatchList failure falls back to a
-                // list for this attempt (making progress beats waiting); the
-                // next attempt tries WatchList again (a 403 while RBAC
-                // propagates must not turn it off for good)
-                Err(e) => {
-                    tracing::warn!(reflector = %self.config.name, error = %e, "WatchList failed; listing instead for this attempt");
-                    self.metrics.failure();
-                    break;
+        if self.config.use_watch_list {
+            loop {
+                let preset = self.pacing.lock().preset();
+                match self.watch_list().await {
+                    Ok(stream) => return Ok(Some(stream)),
+                    Err(e) if e.is_fifo_closed() => return Err(e),
+                    // client-go: a server refusing connections or asking for a
+                    // wait (429) gets WatchList again after a backoff: a list
+                    // would cost it more (RF6)
+                    Err(e) if e.retries_watch_list(preset) => {
+                        self.note_retry(&e);
+                        tokio::time::sleep(self.next_backoff(&e)).await;
+                    }
+                    // client-go: any other WatchList failure falls back to a
+                    // list for this attempt (making progress beats waiting); the
+                    // next attempt tries WatchList again (a 403 while RBAC
+                    // propagates must not turn it off for good)
+                    Err(e) => {
+                        tracing::warn!(reflector = %self.config.name, error = %e, "WatchList failed; listing instead for this attempt");
+                        self.metrics.failure();
+                        break;
+                    }
                 }
             }
         }
