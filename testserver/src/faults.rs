@@ -6,7 +6,7 @@
 //! 503s and an initializing watch cache, then 410 for versions older than
 //! the restart). Shared by the library handle and the admin HTTP endpoint.
 
-use crate::admission::Admission;
+use crate::flow_control::FlowControl;
 use crate::http::request::Verb;
 use crate::rest::Core;
 use parking_lot::Mutex;
@@ -149,7 +149,7 @@ impl std::fmt::Debug for Faults {
 
 pub(crate) struct FaultState {
     core: Arc<Core>,
-    admission: Arc<Admission>,
+    flow_control: Arc<FlowControl>,
     latency_ms: AtomicU64,
     failures: Mutex<Vec<InjectedFailures>>,
     lagging: Mutex<Option<Lagging>>,
@@ -173,11 +173,11 @@ fn take_one(counter: &AtomicU64) -> bool {
 }
 
 impl Faults {
-    pub(crate) fn new(core: Arc<Core>, admission: Arc<Admission>) -> Self {
+    pub(crate) fn new(core: Arc<Core>, flow_control: Arc<FlowControl>) -> Self {
         Self {
             inner: Arc::new(FaultState {
                 core,
-                admission,
+                flow_control,
                 latency_ms: AtomicU64::new(0),
                 failures: Mutex::new(Vec::new()),
                 lagging: Mutex::new(None),
@@ -276,10 +276,10 @@ impl Faults {
 
     /// At most `limit` API requests in flight (`None`: no limit); beyond
     /// it, 429 with `Retry-After: 1`, as kube-apiserver's priority and
-    /// fairness rejects what it cannot seat ([`crate::admission`]: a watch
+    /// fairness rejects what it cannot seat ([`crate::flow_control`]: a watch
     /// holds its seat only until its initial events are sent).
     pub fn limit_in_flight(&self, limit: Option<usize>) {
-        self.inner.admission.set_limit(limit);
+        self.inner.flow_control.set_limit(limit);
     }
 
     /// Restarts the server `flapping.times` times ([`Faults::restart`]
@@ -423,8 +423,8 @@ impl Faults {
         s.paused.send_replace(false);
     }
 
-    pub(crate) fn admission(&self) -> &Admission {
-        &self.inner.admission
+    pub(crate) fn flow_control(&self) -> &FlowControl {
+        &self.inner.flow_control
     }
 
     pub(crate) fn latency(&self) -> Duration {

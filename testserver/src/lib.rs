@@ -50,13 +50,13 @@
 //! # }
 //! ```
 
-mod admission;
 mod builtin;
 mod controllers;
 mod crd;
 mod events;
 mod faults;
 mod fields;
+mod flow_control;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;

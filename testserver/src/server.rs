@@ -3,8 +3,8 @@
 //! shutdown; and [`BlockingTestServer`] for tests and programs without an
 //! async runtime of their own.
 
-use crate::admission::Admission;
 use crate::faults::Faults;
+use crate::flow_control::FlowControl;
 use crate::http::{self, HttpConfig, State};
 use crate::kubeconfig::{self, KubeconfigUser};
 use crate::metrics::{Counters, Metrics, RequestRecord};
@@ -163,8 +163,8 @@ impl TestServerBuilder {
         let scheme = if self.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let (core, inputs) = Core::new(self.history, self.deployment_simulator);
-        let admission = Arc::new(Admission::new(self.max_in_flight));
-        let faults = Faults::new(core.clone(), admission);
+        let flow_control = Arc::new(FlowControl::new(self.max_in_flight));
+        let faults = Faults::new(core.clone(), flow_control);
         let metrics = Arc::new(Metrics::new(self.request_log_capacity));
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(State {
@@ -304,9 +304,9 @@ impl TestServer {
     /// Request counters.
     pub fn counters(&self) -> Counters {
         let mut c = self.metrics.counters();
-        let admission = self.faults.admission();
-        c.in_flight = admission.in_flight();
-        c.rejected_in_flight = admission.rejected();
+        let flow_control = self.faults.flow_control();
+        c.in_flight = flow_control.in_flight();
+        c.rejected_in_flight = flow_control.rejected();
         c
     }
 
@@ -318,7 +318,7 @@ impl TestServer {
     /// Clears the request log and counters.
     pub fn clear_request_log(&self) {
         self.metrics.clear();
-        self.faults.admission().clear_rejected();
+        self.faults.flow_control().clear_rejected();
     }
 
     /// In-process access to the stored objects.

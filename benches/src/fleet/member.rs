@@ -134,7 +134,11 @@ impl Member {
             return false;
         }
         self.store.list().iter().all(|o| {
-            let key = format!("{}/{}", o.namespace().unwrap_or_default(), o.name());
+            let key = format!(
+                "{}/{}",
+                o.namespace().unwrap_or_default(),
+                o.name().unwrap_or_default()
+            );
             want.get(&key).map(String::as_str) == o.resource_version()
         })
     }

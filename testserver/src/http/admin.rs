@@ -58,9 +58,9 @@ fn counters(state: &State) -> Value {
         .iter()
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
-    let admission = state.faults.admission();
+    let flow_control = state.faults.flow_control();
     json!({"total": c.total, "byVerbResource": by, "byStatus": status, "activeWatches": c.active_watches, "watchesOpened": c.watches_opened,
-        "inFlight": admission.in_flight(), "rejectedInFlight": admission.rejected(), "retryAfterViolations": c.retry_after_violations})
+        "inFlight": flow_control.in_flight(), "rejectedInFlight": flow_control.rejected(), "retryAfterViolations": c.retry_after_violations})
 }
 
 fn requests(state: &State) -> Value {

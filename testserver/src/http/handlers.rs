@@ -6,7 +6,7 @@ use super::negotiate::{self, Output};
 use super::render::{self, IncludeObject};
 use super::request::{ApiRequest, Verb};
 use super::{list, watch, State};
-use crate::admission::Seat;
+use crate::flow_control::Seat;
 use crate::patch::PatchType;
 use crate::resource::{Behavior, ResourceInfo};
 use crate::rest::{

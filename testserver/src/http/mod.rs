@@ -18,8 +18,8 @@ pub(crate) mod watch;
 
 pub(crate) use accept::serve;
 
-use crate::admission;
 use crate::faults::{Failure, Faults, ScopedResource};
+use crate::flow_control;
 use crate::metrics::{Metrics, RequestRecord};
 use crate::rest::Core;
 use crate::status::StatusError;
@@ -171,10 +171,10 @@ async fn gate(
     state: &State,
     route: &Route,
     q: &HashMap<String, String>,
-) -> Result<admission::Seat, Refused> {
+) -> Result<flow_control::Seat, Refused> {
     let seat = state
         .faults
-        .admission()
+        .flow_control()
         .admit()
         .map_err(|_| Refused::NoSeat)?;
     let latency = state.faults.latency();
@@ -224,7 +224,7 @@ async fn route_request(
     }
     let seat = match gate(state, route, q).await {
         Ok(seat) => seat,
-        Err(Refused::NoSeat) => return Ok(admission::rejection()),
+        Err(Refused::NoSeat) => return Ok(flow_control::rejection()),
         Err(Refused::Failed(e)) => return Err(e),
     };
     // a watch hands its seat back once initialized; anything else once
@@ -233,7 +233,7 @@ async fn route_request(
         return dispatch(state, route, parts, body, q, Some(seat)).await;
     }
     let resp = dispatch(state, route, parts, body, q, None).await?;
-    Ok(resp.map(|b| admission::SeatedBody::new(b, seat).boxed()))
+    Ok(resp.map(|b| flow_control::SeatedBody::new(b, seat).boxed()))
 }
 
 /// Serves a request that passed authentication and the gate; `seat` is a
@@ -244,7 +244,7 @@ async fn dispatch(
     parts: &http::request::Parts,
     body: Incoming,
     q: &HashMap<String, String>,
-    seat: Option<admission::Seat>,
+    seat: Option<flow_control::Seat>,
 ) -> Result<Resp, StatusError> {
     let registry = &state.core.registry;
     if matches!(route, Route::CoreVersions | Route::Groups) {

@@ -13,7 +13,7 @@ use super::list::{parse_rv, wait_for_rv, Rv};
 use super::negotiate::Output;
 use super::render::{self, IncludeObject};
 use super::{table, State};
-use crate::admission::Seat;
+use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};

@@ -7,7 +7,6 @@
     missing_docs
 )]
 
-mod admission;
 mod apply;
 mod client;
 mod crds;
@@ -15,6 +14,7 @@ mod crud;
 mod discovery;
 mod events;
 mod faults;
+mod flow_control;
 mod kubectl;
 mod lifecycle;
 mod lists;

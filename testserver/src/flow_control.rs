@@ -31,7 +31,7 @@ pub(crate) const RETRY_AFTER_SECS: u64 = 1;
 
 /// The limit and the seats taken.
 #[derive(Debug, Default)]
-pub(crate) struct Admission {
+pub(crate) struct FlowControl {
     /// 0: no limit.
     limit: AtomicUsize,
     in_flight: Arc<AtomicUsize>,
@@ -50,12 +50,12 @@ impl Drop for Seat {
     }
 }
 
-impl Admission {
+impl FlowControl {
     /// An admission limit of `limit` seats (`None`: none).
     pub(crate) fn new(limit: Option<usize>) -> Self {
-        let admission = Self::default();
-        admission.set_limit(limit);
-        admission
+        let flow_control = Self::default();
+        flow_control.set_limit(limit);
+        flow_control
     }
 
     pub(crate) fn set_limit(&self, limit: Option<usize>) {
@@ -168,39 +168,42 @@ mod tests {
 
     #[test]
     fn at_most_limit_seats_and_a_freed_seat_is_taken_again() {
-        let admission = Admission::new(Some(2));
-        let a = admission.admit().unwrap();
-        let b = admission.admit().unwrap();
-        assert_eq!(admission.admit().unwrap_err(), Rejected);
-        assert_eq!((admission.in_flight(), admission.rejected()), (2, 1));
+        let flow_control = FlowControl::new(Some(2));
+        let a = flow_control.admit().unwrap();
+        let b = flow_control.admit().unwrap();
+        assert_eq!(flow_control.admit().unwrap_err(), Rejected);
+        assert_eq!((flow_control.in_flight(), flow_control.rejected()), (2, 1));
         drop(a);
-        let c = admission.admit().unwrap();
-        assert_eq!(admission.in_flight(), 2);
+        let c = flow_control.admit().unwrap();
+        assert_eq!(flow_control.in_flight(), 2);
         drop((b, c));
-        assert_eq!(admission.in_flight(), 0);
-        admission.set_limit(None);
-        let many: Vec<Seat> = (0..100).map(|_| admission.admit().unwrap()).collect();
-        assert_eq!(admission.in_flight(), 100);
+        assert_eq!(flow_control.in_flight(), 0);
+        flow_control.set_limit(None);
+        let many: Vec<Seat> = (0..100).map(|_| flow_control.admit().unwrap()).collect();
+        assert_eq!(flow_control.in_flight(), 100);
         drop(many);
-        assert_eq!(admission.in_flight(), 0);
+        assert_eq!(flow_control.in_flight(), 0);
     }
 
     #[tokio::test]
     async fn a_seated_body_frees_its_seat_at_its_end_or_when_dropped() {
-        let admission = Admission::new(Some(1));
-        let body = SeatedBody::new(crate::http::body::full("hello"), admission.admit().unwrap());
-        assert_eq!(admission.in_flight(), 1);
+        let flow_control = FlowControl::new(Some(1));
+        let body = SeatedBody::new(
+            crate::http::body::full("hello"),
+            flow_control.admit().unwrap(),
+        );
+        assert_eq!(flow_control.in_flight(), 1);
         let bytes = body.collect().await.unwrap().to_bytes();
         assert_eq!(&bytes[..], b"hello");
-        assert_eq!(admission.in_flight(), 0);
+        assert_eq!(flow_control.in_flight(), 0);
 
         let dropped = SeatedBody::new(
             crate::http::body::full("never read"),
-            admission.admit().unwrap(),
+            flow_control.admit().unwrap(),
         );
-        assert!(admission.admit().is_err());
+        assert!(flow_control.admit().is_err());
         drop(dropped);
-        assert!(admission.admit().is_ok());
+        assert!(flow_control.admit().is_ok());
     }
 
     #[test]
