@@ -4,6 +4,7 @@
 //! async runtime of their own.
 
 use crate::faults::Faults;
+use crate::flow_control::FlowControl;
 use crate::http::{self, HttpConfig, State};
 use crate::kubeconfig::{self, KubeconfigUser};
 use crate::metrics::{Counters, Metrics, RequestRecord};
@@ -31,6 +32,7 @@ pub struct TestServerBuilder {
     too_large_rv_wait: Duration,
     deployment_simulator: Option<Duration>,
     request_log_capacity: usize,
+    max_in_flight: Option<usize>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -43,6 +45,7 @@ impl std::fmt::Debug for TestServerBuilder {
             .field("history", &self.history)
             .field("bookmark_interval", &self.bookmark_interval)
             .field("deployment_simulator", &self.deployment_simulator)
+            .field("max_in_flight", &self.max_in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -60,6 +63,7 @@ impl Default for TestServerBuilder {
             too_large_rv_wait: Duration::from_secs(3),
             deployment_simulator: Some(Duration::from_millis(100)),
             request_log_capacity: 100_000,
+            max_in_flight: None,
         }
     }
 }
@@ -132,6 +136,16 @@ impl TestServerBuilder {
         self
     }
 
+    /// At most `limit` API requests in flight, as kube-apiserver's priority
+    /// and fairness seats them: beyond it a request is answered 429 with
+    /// `Retry-After: 1`; a watch holds its seat only until its initial
+    /// events are sent (default: no limit; [`Faults::limit_in_flight`]
+    /// changes it while serving).
+    pub fn max_requests_in_flight(mut self, limit: usize) -> Self {
+        self.max_in_flight = Some(limit).filter(|l| *l > 0);
+        self
+    }
+
     /// Binds, starts serving and returns the running server. Must be called
     /// inside a Tokio runtime (multi-threaded recommended).
     pub async fn start(self) -> Result<TestServer, Error> {
@@ -149,7 +163,8 @@ impl TestServerBuilder {
         let scheme = if self.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let (core, inputs) = Core::new(self.history, self.deployment_simulator);
-        let faults = Faults::new(core.clone());
+        let flow_control = Arc::new(FlowControl::new(self.max_in_flight));
+        let faults = Faults::new(core.clone(), flow_control);
         let metrics = Arc::new(Metrics::new(self.request_log_capacity));
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(State {
@@ -288,7 +303,11 @@ impl TestServer {
 
     /// Request counters.
     pub fn counters(&self) -> Counters {
-        self.metrics.counters()
+        let mut c = self.metrics.counters();
+        let flow_control = self.faults.flow_control();
+        c.in_flight = flow_control.in_flight();
+        c.rejected_in_flight = flow_control.rejected();
+        c
     }
 
     /// The request log, oldest first.
@@ -299,6 +318,7 @@ impl TestServer {
     /// Clears the request log and counters.
     pub fn clear_request_log(&self) {
         self.metrics.clear();
+        self.faults.flow_control().clear_rejected();
     }
 
     /// In-process access to the stored objects.

@@ -6,6 +6,7 @@ use super::negotiate::{self, Output};
 use super::render::{self, IncludeObject};
 use super::request::{ApiRequest, Verb};
 use super::{list, watch, State};
+use crate::flow_control::Seat;
 use crate::patch::PatchType;
 use crate::resource::{Behavior, ResourceInfo};
 use crate::rest::{
@@ -124,13 +125,15 @@ fn write_response(
     respond(code, bytes, ct, &r.warnings)
 }
 
-/// Serves a resource request.
+/// Serves a resource request; `seat` is a watch's admission seat, handed
+/// back once the watch is initialized.
 pub(crate) async fn resource(
     state: &Arc<State>,
     req: &ApiRequest,
     parts: &Parts,
     body: Incoming,
     q: &HashMap<String, String>,
+    seat: Option<Seat>,
 ) -> Result<Resp, StatusError> {
     let info = state
         .core
@@ -166,7 +169,7 @@ pub(crate) async fn resource(
             respond(200, bytes, ct, &[])
         }
         (Verb::List, _) => list::list(state, &info, namespace, q, output).await,
-        (Verb::Watch, _) => watch::watch(state, &info, namespace, q, output).await,
+        (Verb::Watch, _) => watch::watch(state, &info, namespace, q, output, seat).await,
         (Verb::Create, None) => {
             let bytes = read_body(body).await?;
             let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;

@@ -13,6 +13,7 @@ use super::list::{parse_rv, wait_for_rv, Rv};
 use super::negotiate::Output;
 use super::render::{self, IncludeObject};
 use super::{table, State};
+use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};
@@ -148,13 +149,16 @@ fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, St
     })
 }
 
-/// WATCH handler.
+/// WATCH handler. `seat` (the admission limit's, if any) is held until the
+/// watch is initialized: its initial events, and their end bookmark, are
+/// queued to the client.
 pub(crate) async fn watch(
     state: &Arc<State>,
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     q: &HashMap<String, String>,
     output: Output,
+    seat: Option<Seat>,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let p = parse_params(state, q)?;
     let scoped = crate::faults::ScopedResource {
@@ -240,6 +244,7 @@ pub(crate) async fn watch(
         fast,
         close_rx,
         stale_until: lagging,
+        seat,
     };
     state.metrics.watch_started();
     tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
@@ -269,6 +274,8 @@ struct Watcher {
     /// Served by a lagging replica at this version: the watch ends once it
     /// has sent the events up to it.
     stale_until: Option<u64>,
+    /// The admission seat, until the watch is initialized.
+    seat: Option<Seat>,
 }
 
 /// Why a watch stream ends.
@@ -454,6 +461,8 @@ impl Watcher {
         if end_bookmark {
             self.send(self.bookmark(initial_rv, true)).await?;
         }
+        // initialized: a streaming watch takes no seat (APF)
+        self.seat = None;
         let mut bookmark_at = self.next_bookmark(Instant::now());
         loop {
             seq_rx.borrow_and_update();
