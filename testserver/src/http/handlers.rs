@@ -94,6 +94,7 @@ fn write_options(
         default_manager: Some(crate::fields::manager_from_user_agent(user_agent)),
         force,
         fields_recorded: false,
+        prepared: false,
     })
 }
 
