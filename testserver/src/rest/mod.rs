@@ -145,6 +145,7 @@ impl Core {
             nodes_ready: std::sync::atomic::AtomicBool::new(true),
         });
         core.registry.register(crate::builtin::all());
+        core.registry.register(crate::admission::resources());
         for info in core.registry.all() {
             core.resource_store(&info);
         }
