@@ -23,14 +23,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+/// The WebApp as the stored version `v1` spells it.
 pub mod v1 {
     use super::*;
 
     /// v1: a flat image and replica count.
     #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
     pub struct WebAppSpec {
+        /// The container image (defaulted to `:latest` when untagged).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub image: Option<String>,
+        /// How many replicas (defaulted to 1).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub replicas: Option<i32>,
     }
@@ -44,19 +47,23 @@ pub mod v1 {
     }
 }
 
+/// The WebApp as `v2` spells it.
 pub mod v2 {
     use super::*;
 
     /// v2: the container's image under `container`.
     #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
     pub struct Container {
+        /// The container image.
         pub image: String,
     }
 
     /// v2's spec.
     #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
     pub struct WebAppSpec {
+        /// The one container.
         pub container: Container,
+        /// How many replicas.
         pub replicas: i32,
     }
 

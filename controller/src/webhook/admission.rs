@@ -333,20 +333,20 @@ fn decode<K: TypedResource + DeserializeOwned>(
     request: &AdmissionRequest,
     raw: Option<&Value>,
     which: &str,
-) -> Result<K, AdmissionResponse> {
+) -> Result<K, Box<AdmissionResponse>> {
     let Some(raw) = raw.filter(|v| !v.is_null()) else {
-        return Err(errored(
+        return Err(Box::new(errored(
             request,
             400,
             format!("the request has no {which} to decode"),
-        ));
+        )));
     };
     serde_json::from_value(raw.clone()).map_err(|e| {
-        errored(
+        Box::new(errored(
             request,
             400,
             format!("decoding the {which} as {}: {e}", kind_name::<K>()),
-        )
+        ))
     })
 }
 
@@ -384,7 +384,7 @@ where
             }
             let mut object: K = match decode(request, input.object.as_ref(), "object") {
                 Ok(o) => o,
-                Err(answer) => return answer,
+                Err(answer) => return *answer,
             };
             let (Some(raw), Ok(before)) = (input.object.as_ref(), serde_json::to_value(&object))
             else {
@@ -426,7 +426,7 @@ where
             let outcome = match request.operation {
                 Operation::Create => match decode::<K>(request, input.object.as_ref(), "object") {
                     Ok(new) => self.validator.validate_create(&new, request).await,
-                    Err(answer) => return answer,
+                    Err(answer) => return *answer,
                 },
                 Operation::Update => {
                     let new = decode::<K>(request, input.object.as_ref(), "object");
@@ -435,13 +435,13 @@ where
                         (Ok(old), Ok(new)) => {
                             self.validator.validate_update(&old, &new, request).await
                         }
-                        (Err(answer), _) | (_, Err(answer)) => return answer,
+                        (Err(answer), _) | (_, Err(answer)) => return *answer,
                     }
                 }
                 Operation::Delete => {
                     match decode::<K>(request, input.old_object.as_ref(), "old object") {
                         Ok(old) => self.validator.validate_delete(&old, request).await,
-                        Err(answer) => return answer,
+                        Err(answer) => return *answer,
                     }
                 }
                 Operation::Connect => Ok(Vec::new()),
