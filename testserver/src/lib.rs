@@ -21,6 +21,9 @@
 //! - lists (selectors, limit/continue, resourceVersion and
 //!   resourceVersionMatch) and watches (bounded history with 410 Expired,
 //!   bookmarks, timeouts, `sendInitialEvents`);
+//! - admission webhooks (`MutatingWebhookConfiguration`,
+//!   `ValidatingWebhookConfiguration`) and CRD conversion webhooks, called
+//!   over HTTPS as kube-apiserver calls them;
 //! - a Deployment status simulator, fault injection ([`Faults`], also at
 //!   `/__admin/...`), an admission limit on the requests in flight (as
 //!   priority and fairness, [`TestServerBuilder::max_requests_in_flight`]),
@@ -50,6 +53,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod builtin;
 mod controllers;
 mod crd;

@@ -166,9 +166,11 @@ impl TestServerBuilder {
         let flow_control = Arc::new(FlowControl::new(self.max_in_flight));
         let faults = Faults::new(core.clone(), flow_control);
         let metrics = Arc::new(Metrics::new(self.request_log_capacity));
+        let admission = Arc::new(crate::admission::Admission::default());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(State {
             core: core.clone(),
+            admission: admission.clone(),
             faults: faults.clone(),
             metrics: metrics.clone(),
             config: HttpConfig {
@@ -194,6 +196,7 @@ impl TestServerBuilder {
             pki,
             token: self.token,
             core,
+            admission,
             faults,
             metrics,
             shutdown: shutdown_tx,
@@ -223,6 +226,7 @@ pub struct TestServer {
     pki: Option<Pki>,
     token: Option<String>,
     core: Arc<Core>,
+    admission: Arc<crate::admission::Admission>,
     faults: Faults,
     metrics: Arc<Metrics>,
     shutdown: watch::Sender<bool>,
@@ -324,6 +328,17 @@ impl TestServer {
     /// In-process access to the stored objects.
     pub fn objects(&self) -> Objects {
         Objects::new(self.core.clone())
+    }
+
+    /// Webhooks (admission and CRD conversion) whose `clientConfig` names
+    /// the Service `name` in `namespace` are called at `addr`: the server
+    /// has no cluster network, so this stands for the Service's cluster IP.
+    /// The URL, `Host` and TLS server name stay kube's
+    /// (`https://<name>.<namespace>.svc:<port><path>`), so the webhook's
+    /// certificate must be valid for `<name>.<namespace>.svc`. A Service
+    /// nobody registered fails the call as an unknown Service does.
+    pub fn register_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.admission.register_service(namespace, name, addr);
     }
 
     /// Turns the Deployment status simulator on (with a delay) or off.

@@ -49,6 +49,7 @@ pub(crate) struct HttpConfig {
 /// Shared by every connection.
 pub(crate) struct State {
     pub core: Arc<Core>,
+    pub admission: Arc<crate::admission::Admission>,
     pub faults: Faults,
     pub metrics: Arc<Metrics>,
     pub config: HttpConfig,

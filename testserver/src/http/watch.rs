@@ -242,6 +242,7 @@ pub(crate) async fn watch(
         deadline: Instant::now() + p.timeout,
         sent: 0,
         fast,
+        converts: state.admission.converts(&state.core, info),
         close_rx,
         stale_until: lagging,
         seat,
@@ -269,6 +270,8 @@ struct Watcher {
     deadline: Instant,
     sent: u64,
     fast: bool,
+    /// Objects are converted by the CRD's conversion webhook.
+    converts: bool,
     /// Close-all-watches notifications, subscribed when the request came.
     close_rx: tokio::sync::watch::Receiver<u64>,
     /// Served by a lagging replica at this version: the watch ends once it
@@ -393,6 +396,18 @@ impl Watcher {
         }
     }
 
+    /// A failed conversion ends the watch with an ERROR event, as
+    /// kube-apiserver ends a watch it cannot encode.
+    async fn conversion_failed(&self, e: &StatusError) -> End {
+        let object = status_object(e, self.output);
+        let f = match self.output {
+            Output::Protobuf { .. } => proto_frame("ERROR", object),
+            _ => frame("ERROR", &object),
+        };
+        let _ = self.tx.send(f).await;
+        End::Closed
+    }
+
     async fn send(&self, b: Bytes) -> Result<(), End> {
         self.tx.send(b).await.map_err(|_| End::Closed)
     }
@@ -414,6 +429,15 @@ impl Watcher {
     }
 
     async fn send_initial(&mut self, initial: Vec<Arc<StoredObject>>) -> Result<(), End> {
+        let initial = if self.converts {
+            let state = Arc::clone(&self.state);
+            match state.admission.read(&state.core, &self.info, initial).await {
+                Ok(items) => items,
+                Err(e) => return Err(self.conversion_failed(&e).await),
+            }
+        } else {
+            initial
+        };
         let mut buf = BytesMut::new();
         for obj in initial {
             if !self.filter.matches(&obj) {
@@ -489,6 +513,26 @@ impl Watcher {
                         }
                         self.next_seq = ev.seq + 1;
                         self.last_rv = ev.rv;
+                        let converted;
+                        let ev = if self.converts {
+                            let state = Arc::clone(&self.state);
+                            converted = match state
+                                .admission
+                                .read_event(&state.core, &self.info, ev)
+                                .await
+                            {
+                                Ok(c) => c,
+                                Err(e) => {
+                                    if !buf.is_empty() {
+                                        self.send(buf.split().freeze()).await?;
+                                    }
+                                    return Err(self.conversion_failed(&e).await);
+                                }
+                            };
+                            &converted
+                        } else {
+                            ev
+                        };
                         if let Some(f) = self.convert(ev) {
                             if !self.push_event(&mut buf, f) {
                                 keep_going = false;
