@@ -9,6 +9,8 @@ mod backoff;
 mod convergence;
 mod lifecycle;
 mod list;
+mod pacing;
+mod relist;
 mod restart;
 mod support;
 mod watch;
