@@ -1,0 +1,36 @@
+//! The bytes a real kube-apiserver 1.36 sent for 100,000 ConfigMaps
+//! (`shared/fixtures/kube-apiserver-1.36/`, beside the project: list,
+//! WatchList and metadata-only list, JSON and protobuf, gzip'd), for tests
+//! and measurements. Found at `$KCONTROL_FIXTURES/kube-apiserver-1.36`, or
+//! in `shared/fixtures/kube-apiserver-1.36` of the first ancestor of the
+//! current directory that has one.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+
+/// The fixture directory, if there is one.
+pub fn dir() -> Option<PathBuf> {
+    const SUB: &str = "kube-apiserver-1.36";
+    if let Some(root) = std::env::var_os("KCONTROL_FIXTURES") {
+        return Some(PathBuf::from(root).join(SUB));
+    }
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
+        .map(|a| a.join("shared").join("fixtures").join(SUB))
+        .find(|p| p.is_dir())
+}
+
+/// The unpacked bytes of `name` (`list.pb`, `watchlist.json`...); `None`
+/// when there is no fixture directory.
+///
+/// # Errors
+/// When the directory exists but the file cannot be read or unpacked.
+pub fn load(name: &str) -> Option<std::io::Result<Vec<u8>>> {
+    let path = dir()?.join(format!("{name}.gz"));
+    Some((|| {
+        let file = std::fs::File::open(&path)?;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(std::io::BufReader::new(file)).read_to_end(&mut out)?;
+        Ok(out)
+    })())
+}
