@@ -34,3 +34,23 @@ pub fn load(name: &str) -> Option<std::io::Result<Vec<u8>>> {
         Ok(out)
     })())
 }
+
+/// User + system CPU time of this process so far, in seconds, from
+/// `/proc/self/stat` (Linux; 0 elsewhere), at the kernel's 10 ms ticks.
+pub fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // the command name (field 2) may hold spaces: count after its ')'
+    let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 1..)) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}

@@ -51,6 +51,13 @@ impl<'de> Reader<'de> {
 
     #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, Error> {
+        // most tags and lengths are one byte
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
         let (v, n) = varint(self.buf.get(self.pos..).unwrap_or_default())?;
         self.pos += n;
         Ok(v)

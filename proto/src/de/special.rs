@@ -3,8 +3,6 @@
 //! `Quantity` (its string), `IntOrString` (a number or a string) and the
 //! raw JSON of `RawExtension`, `FieldsV1` and apiextensions `JSON`.
 
-use std::fmt::Write as _;
-
 use serde::de::{Deserializer, Visitor};
 
 use super::value::utf8;
@@ -54,12 +52,16 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// A Time (`micro`: a MicroTime) as Go's JSON has it: RFC 3339 in UTC,
 /// whole seconds (`2006-01-02T15:04:05Z`: Go reads a Time's seconds only)
 /// or microseconds (`2006-01-02T15:04:05.000000Z`).
-pub(crate) fn time(bytes: &[u8], micro: bool) -> Result<String, Error> {
+pub(crate) fn time(bytes: &[u8], micro: bool) -> Result<TimeText, Error> {
     if bytes.is_empty() {
-        return Ok("0001-01-01T00:00:00Z".to_owned());
+        // Go's zero time: seconds -62135596800
+        const ZERO: [u8; 11] = [
+            0x08, 0x80, 0x92, 0xb8, 0xc3, 0x98, 0xfe, 0xff, 0xff, 0xff, 0x01,
+        ];
+        return time(&ZERO, micro);
     }
     let (seconds, nanos) = seconds_nanos(bytes)?;
-    if !(0..1_000_000_000).contains(&nanos) {
+    if micro && !(0..1_000_000_000).contains(&nanos) {
         return Err(Error::new(format!("time nanos {nanos} out of range")));
     }
     let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
@@ -69,19 +71,42 @@ pub(crate) fn time(bytes: &[u8], micro: bool) -> Result<String, Error> {
         )));
     }
     let secs = seconds.rem_euclid(86_400);
-    let mut out = String::with_capacity(27);
-    let _ = write!(
-        out,
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
-    if micro {
-        let _ = write!(out, ".{:06}", nanos / 1000);
+    // written digit by digit: this runs twice per object of a list
+    let mut buf = *b"0000-00-00T00:00:00.000000Z";
+    put_digits(&mut buf[0..4], year as u64);
+    put_digits(&mut buf[5..7], u64::from(month));
+    put_digits(&mut buf[8..10], u64::from(day));
+    put_digits(&mut buf[11..13], (secs / 3600) as u64);
+    put_digits(&mut buf[14..16], (secs / 60 % 60) as u64);
+    put_digits(&mut buf[17..19], (secs % 60) as u64);
+    let len = if micro {
+        put_digits(&mut buf[20..26], (nanos / 1000) as u64);
+        buf.len()
+    } else {
+        buf[19] = b'Z';
+        20
+    };
+    Ok(TimeText { buf, len })
+}
+
+/// A formatted time, on the stack.
+pub(crate) struct TimeText {
+    buf: [u8; 27],
+    len: usize,
+}
+
+impl TimeText {
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(self.buf.get(..self.len).unwrap_or_default()).unwrap_or_default()
     }
-    out.push('Z');
-    Ok(out)
+}
+
+/// Writes `v` as decimal digits filling `out` (zero-padded on the left).
+fn put_digits(out: &mut [u8], mut v: u64) {
+    for d in out.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
 }
 
 /// `v / 10^prec` and the fraction's digits without trailing zeros
@@ -262,7 +287,11 @@ mod tests {
         assert!(is_go_zero_time(&[]).unwrap());
         assert!(!is_go_zero_time(&time_bytes(0, 0)).unwrap());
         assert!(time(&time_bytes(i64::MAX, 0), false).is_err());
-        assert!(time(&time_bytes(0, -1), false).is_err());
+        assert!(time(&time_bytes(0, -1), true).is_err());
+        assert_eq!(
+            time(&time_bytes(0, -1), false).unwrap(),
+            "1970-01-01T00:00:00Z"
+        );
     }
 
     #[test]

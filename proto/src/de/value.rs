@@ -105,8 +105,8 @@ impl<'de> Single<'de> {
     /// The value of a message-typed special (Time, Quantity...).
     fn special<V: Visitor<'de>>(self, bytes: &'de [u8], visitor: V) -> Result<V::Value, Error> {
         match self.ty {
-            Ty::Time => visitor.visit_str(&special::time(bytes, false)?),
-            Ty::MicroTime => visitor.visit_str(&special::time(bytes, true)?),
+            Ty::Time => visitor.visit_str(special::time(bytes, false)?.as_str()),
+            Ty::MicroTime => visitor.visit_str(special::time(bytes, true)?.as_str()),
             Ty::Duration => visitor.visit_str(&special::duration(bytes)?),
             Ty::Quantity => visitor.visit_borrowed_str(special::quantity(bytes)?),
             Ty::IntOrString => match special::int_or_string(bytes)? {
