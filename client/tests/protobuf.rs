@@ -38,6 +38,15 @@ fn client(server: &TestServer, content_type: ContentType) -> Client {
     Client::new(config).unwrap()
 }
 
+/// The next event, within 30 s.
+async fn next(events: &mut kcontrol_client::WatchStream<ConfigMap>) -> WatchEvent<ConfigMap> {
+    tokio::time::timeout(Duration::from_secs(30), events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+}
+
 fn last(server: &TestServer, verb: Verb) -> RequestRecord {
     server
         .request_log()
@@ -158,16 +167,7 @@ async fn watches_decode_protobuf_frames_and_error_events() {
         .objects()
         .delete("configmaps", "default", "a")
         .unwrap();
-    let next = |events: &mut kcontrol_client::WatchStream<ConfigMap>| {
-        let fut = events.try_next();
-        async move {
-            tokio::time::timeout(Duration::from_secs(30), fut)
-                .await
-                .unwrap()
-                .unwrap()
-                .unwrap()
-        }
-    };
+
     assert!(
         matches!(next(&mut events).await, WatchEvent::Added(cm) if cm.metadata.name.as_deref() == Some("b"))
     );
