@@ -77,7 +77,6 @@ impl<K: DeserializeOwned> ListStream<K> {
                 return Poll::Ready(None);
             };
             let finished = *chunks_done;
-            let (item_schema, meta_schema) = (decoder.item(), decoder.list_meta());
             let part = match decoder.next_part() {
                 Err(e) => {
                     let e = self.protobuf_error(self.what.clone(), e);
@@ -92,6 +91,8 @@ impl<K: DeserializeOwned> ListStream<K> {
                 }
                 Ok(part) => part,
             };
+            // the schemas are known once the envelope's type meta was read
+            let (item_schema, meta_schema) = (decoder.item(), decoder.list_meta());
             match part {
                 Some(ListPart::Item(bytes)) => {
                     let what = format!("item {} of {}", self.items, self.what);
