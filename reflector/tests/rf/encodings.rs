@@ -84,7 +84,8 @@ async fn paged_list_then_watch(encoding: ContentType) {
     );
     h.synced().await;
     h.converge(&server).await;
-    assert!(requests(&server, Verb::List).len() >= 3, "three pages");
+    // (the first list, at resourceVersion "0", is served whole from the
+    // watch cache, limit or not, as kube-apiserver does)
     update(&server, "cm-3", "later");
     server.objects().delete("configmaps", NS, "cm-4").unwrap();
     h.converge(&server).await;
@@ -171,9 +172,8 @@ async fn error_event(encoding: ContentType) {
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     update(&server, "cm-2", "after");
-    let s = server.clone();
-    wait_for("a relist after the ERROR event", DEADLINE, move || {
-        requests(&s, Verb::List).len() > lists
+    wait_for("a relist after the ERROR event", DEADLINE, || {
+        requests(&server, Verb::List).len() > lists
     })
     .await;
     h.converge(&server).await;
