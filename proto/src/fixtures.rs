@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub fn dir() -> Option<PathBuf> {
     const SUB: &str = "kube-apiserver-1.36";
     if let Some(root) = std::env::var_os("KCONTROL_FIXTURES") {
-        return Some(PathBuf::from(root).join(SUB));
+        return Some(PathBuf::from(root).join(SUB)).filter(|p| p.is_dir());
     }
     let cwd = std::env::current_dir().ok()?;
     cwd.ancestors()
@@ -21,16 +21,40 @@ pub fn dir() -> Option<PathBuf> {
 }
 
 /// The unpacked bytes of `name` (`list.pb`, `watchlist.json`...); `None`
-/// when there is no fixture directory.
+/// when there is no fixture directory or no such file in it (a clean
+/// clone, CI: callers skip, saying so).
 ///
 /// # Errors
-/// When the directory exists but the file cannot be read or unpacked.
+/// When the file exists but cannot be read or unpacked.
 pub fn load(name: &str) -> Option<std::io::Result<Vec<u8>>> {
     let path = dir()?.join(format!("{name}.gz"));
+    if !path.is_file() {
+        return None;
+    }
     Some((|| {
         let file = std::fs::File::open(&path)?;
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(std::io::BufReader::new(file)).read_to_end(&mut out)?;
+        Ok(out)
+    })())
+}
+
+/// The first `max` unpacked bytes of `name` (or all, when shorter): for
+/// measurements that need only the start of a list; `None` as [`load`].
+///
+/// # Errors
+/// When the file exists but cannot be read or unpacked.
+pub fn load_prefix(name: &str, max: usize) -> Option<std::io::Result<Vec<u8>>> {
+    let path = dir()?.join(format!("{name}.gz"));
+    if !path.is_file() {
+        return None;
+    }
+    Some((|| {
+        let file = std::fs::File::open(&path)?;
+        let mut out = Vec::with_capacity(max);
+        flate2::read::GzDecoder::new(std::io::BufReader::new(file))
+            .take(max as u64)
+            .read_to_end(&mut out)?;
         Ok(out)
     })())
 }

@@ -60,10 +60,26 @@ proptest! {
         let want = expected(cm);
         let got: ConfigMap = from_slice(&bytes, schema()).unwrap();
         prop_assert_eq!(&got, &want);
-        // and the generic form equals the object's JSON
-        let value: serde_json::Value = from_slice(&bytes, schema()).unwrap();
+        // and the generic form of the enveloped object equals the object's JSON
+        let value: serde_json::Value = from_object(&enveloped(bytes)).unwrap();
         prop_assert_eq!(value, serde_json::to_value(&want).unwrap());
     }
+}
+
+/// `raw` in the envelope kube-apiserver sends: `k8s\0` + runtime.Unknown.
+fn enveloped(raw: Vec<u8>) -> Vec<u8> {
+    let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown {
+        type_meta: Some(k8s_pb::apimachinery::pkg::runtime::TypeMeta {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = b"k8s\0".to_vec();
+    out.extend(unknown.encode_to_vec());
+    out
 }
 
 fn text() -> impl Strategy<Value = String> {

@@ -260,27 +260,31 @@ mod tests {
     #[test]
     fn times_format_as_go_does() {
         assert_eq!(
-            time(&time_bytes(0, 0), false).unwrap(),
+            time(&time_bytes(0, 0), false).unwrap().as_str(),
             "1970-01-01T00:00:00Z"
         );
         assert_eq!(
-            time(&time_bytes(1_795_302_000, 123_456_789), false).unwrap(),
+            time(&time_bytes(1_795_302_000, 123_456_789), false)
+                .unwrap()
+                .as_str(),
             "2026-11-21T23:00:00Z"
         );
         assert_eq!(
-            time(&time_bytes(1_795_302_000, 123_456_789), true).unwrap(),
+            time(&time_bytes(1_795_302_000, 123_456_789), true)
+                .unwrap()
+                .as_str(),
             "2026-11-21T23:00:00.123456Z"
         );
         assert_eq!(
-            time(&time_bytes(951_782_400, 0), false).unwrap(),
+            time(&time_bytes(951_782_400, 0), false).unwrap().as_str(),
             "2000-02-29T00:00:00Z"
         );
         assert_eq!(
-            time(&time_bytes(-1, 0), false).unwrap(),
+            time(&time_bytes(-1, 0), false).unwrap().as_str(),
             "1969-12-31T23:59:59Z"
         );
         assert_eq!(
-            time(&time_bytes(GO_ZERO_TIME, 0), false).unwrap(),
+            time(&time_bytes(GO_ZERO_TIME, 0), false).unwrap().as_str(),
             "0001-01-01T00:00:00Z"
         );
         assert!(is_go_zero_time(&time_bytes(GO_ZERO_TIME, 0)).unwrap());
@@ -289,7 +293,7 @@ mod tests {
         assert!(time(&time_bytes(i64::MAX, 0), false).is_err());
         assert!(time(&time_bytes(0, -1), true).is_err());
         assert_eq!(
-            time(&time_bytes(0, -1), false).unwrap(),
+            time(&time_bytes(0, -1), false).unwrap().as_str(),
             "1970-01-01T00:00:00Z"
         );
     }
