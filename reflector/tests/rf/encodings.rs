@@ -202,5 +202,11 @@ async fn corrupt_frame(encoding: ContentType) {
     update(&server, "cm-1", "after");
     h.converge(&server).await;
     answered_in(&server, Verb::Watch, encoding);
+    assert_eq!(
+        requests(&server, Verb::List).len(),
+        1,
+        "re-watched, not relisted: {:?}",
+        h.errors()
+    );
     h.stop().await;
 }
