@@ -135,6 +135,11 @@ impl Health {
         }
     }
 
+    /// The registry served at `/metrics`, if any.
+    pub fn registry(&self) -> Option<&SharedRegistry> {
+        self.inner.registry.as_ref()
+    }
+
     /// Adds a readiness check: `/readyz` is 503 while `ready` returns false.
     pub fn add_check(
         &self,

@@ -26,7 +26,10 @@
 //!   `coordination.k8s.io/v1` Leases, so that of several replicas of a
 //!   controller only one writes;
 //! - [`metrics`]: the client's request metrics (`rest_client_*`) in a
-//!   Prometheus registry.
+//!   Prometheus registry;
+//! - [`webhook`]: admission (defaulting, validating) and conversion
+//!   webhooks on an HTTPS server with a reloadable certificate, served by
+//!   [`Manager::serve_webhooks`] beside the controllers.
 //!
 //! The contracts (CT…, HL…, LE…) are in the workspace's `DESIGN.md`; the
 //! example `examples/configmap_to_secret.rs` is a whole controller.
@@ -44,6 +47,7 @@ pub mod owner;
 pub mod predicate;
 mod reconciler;
 pub mod signals;
+pub mod webhook;
 pub mod workers;
 
 pub use builder::{wait_for_caches, Controller, ControllerBuilder, ControllerError};

@@ -20,6 +20,7 @@ use crate::builder::{Controller, ControllerError};
 use crate::health::Health;
 use crate::leader_election::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
 use crate::reconciler::Reconciler;
+use crate::webhook::{WebhookError, WebhookMetrics, WebhookServer};
 
 /// Why a [`Manager`] stopped other than by its shutdown.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,9 @@ pub enum ManagerError {
     /// A controller's task panicked or was aborted.
     #[error("a controller task ended abnormally: {0}")]
     Panicked(String),
+    /// The webhook server could not start.
+    #[error("serving webhooks: {0}")]
+    Webhook(#[from] WebhookError),
     /// The health server could not bind its address.
     #[error("serving health on {addr}: {source}")]
     Health {
@@ -180,6 +184,33 @@ impl Manager {
             .serve(addr, self.health_stop.clone())
             .await
             .map_err(|source| ManagerError::Health { addr, source })
+    }
+
+    /// Serves `server`'s webhooks on `addr` (port 0: any) from now until
+    /// the manager's [`run`](Self::run) ends, on every replica (leader or
+    /// not: the API server calls whichever it reaches); the bound address.
+    /// Their metrics go into the health registry when there is one and the
+    /// server was given none; `/readyz` gets a `webhook-server` check.
+    ///
+    /// # Errors
+    /// When the server cannot start ([`WebhookServer::serve`]).
+    pub async fn serve_webhooks(
+        &self,
+        server: WebhookServer,
+        addr: SocketAddr,
+    ) -> Result<SocketAddr, ManagerError> {
+        let server = match self.health.registry() {
+            Some(registry) if !server.has_metrics() => {
+                let metrics = WebhookMetrics::new(&mut registry.lock());
+                server.metrics(metrics)
+            }
+            _ => server,
+        };
+        let bound = server.serve(addr, self.health_stop.clone()).await?;
+        let stop = self.health_stop.clone();
+        self.health
+            .add_check("webhook-server", move || !stop.is_cancelled());
+        Ok(bound)
     }
 
     /// Runs every controller until `shutdown` is cancelled (with leader

@@ -45,6 +45,12 @@ pub(crate) trait Source<K: KubeObject>: Send + Sync + 'static {
 
     /// The resourceVersion last synced with the server.
     fn last_sync_resource_version(&self) -> Option<String>;
+
+    /// Whether a relist has delivered part of a new state without
+    /// completing it (see `Reflector::relist_incomplete`).
+    fn relist_incomplete(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

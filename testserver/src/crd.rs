@@ -158,6 +158,7 @@ pub(crate) fn validate_crd(obj: &Value, old: Option<&Value>) -> Vec<FieldError> 
         )),
     }
     validate_versions(obj, &mut errs);
+    errs.extend(crate::admission::validate_crd_conversion(obj));
     if let Some(old) = old {
         for (path, label) in [
             (["spec", "group"], "spec.group"),

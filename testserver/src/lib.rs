@@ -21,8 +21,14 @@
 //! - lists (selectors, limit/continue, resourceVersion and
 //!   resourceVersionMatch) and watches (bounded history with 410 Expired,
 //!   bookmarks, timeouts, `sendInitialEvents`);
+//! - admission webhooks (`MutatingWebhookConfiguration`,
+//!   `ValidatingWebhookConfiguration`) and CRD conversion webhooks, called
+//!   over HTTPS as kube-apiserver calls them;
 //! - a Deployment status simulator, fault injection ([`Faults`], also at
-//!   `/__admin/...`), a request log and counters.
+//!   `/__admin/...`), an admission limit on the requests in flight (as
+//!   priority and fairness, [`TestServerBuilder::max_requests_in_flight`]),
+//!   a request log and counters (requests that came sooner than their
+//!   `Retry-After` too).
 //!
 //! ```
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -47,12 +53,14 @@
 //! # }
 //! ```
 
+mod admission;
 mod builtin;
 mod controllers;
 mod crd;
 mod events;
 mod faults;
 mod fields;
+mod flow_control;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
@@ -65,6 +73,7 @@ mod proto;
 mod registry;
 mod resource;
 mod rest;
+mod retry_after;
 mod schema;
 mod selector;
 mod server;
@@ -73,7 +82,7 @@ mod store;
 mod timeutil;
 mod tls;
 
-pub use faults::{Failure, FaultScope, Faults, Restart};
+pub use faults::{Failure, FaultScope, Faults, Flapping, Restart};
 pub use http::request::Verb;
 pub use metrics::{Counters, RequestRecord};
 pub use objects::{ObjectList, Objects, TypedError};

@@ -4,6 +4,7 @@
 //! async runtime of their own.
 
 use crate::faults::Faults;
+use crate::flow_control::FlowControl;
 use crate::http::{self, HttpConfig, State};
 use crate::kubeconfig::{self, KubeconfigUser};
 use crate::metrics::{Counters, Metrics, RequestRecord};
@@ -31,6 +32,7 @@ pub struct TestServerBuilder {
     too_large_rv_wait: Duration,
     deployment_simulator: Option<Duration>,
     request_log_capacity: usize,
+    max_in_flight: Option<usize>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -43,6 +45,7 @@ impl std::fmt::Debug for TestServerBuilder {
             .field("history", &self.history)
             .field("bookmark_interval", &self.bookmark_interval)
             .field("deployment_simulator", &self.deployment_simulator)
+            .field("max_in_flight", &self.max_in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -60,6 +63,7 @@ impl Default for TestServerBuilder {
             too_large_rv_wait: Duration::from_secs(3),
             deployment_simulator: Some(Duration::from_millis(100)),
             request_log_capacity: 100_000,
+            max_in_flight: None,
         }
     }
 }
@@ -132,6 +136,16 @@ impl TestServerBuilder {
         self
     }
 
+    /// At most `limit` API requests in flight, as kube-apiserver's priority
+    /// and fairness seats them: beyond it a request is answered 429 with
+    /// `Retry-After: 1`; a watch holds its seat only until its initial
+    /// events are sent (default: no limit; [`Faults::limit_in_flight`]
+    /// changes it while serving).
+    pub fn max_requests_in_flight(mut self, limit: usize) -> Self {
+        self.max_in_flight = Some(limit).filter(|l| *l > 0);
+        self
+    }
+
     /// Binds, starts serving and returns the running server. Must be called
     /// inside a Tokio runtime (multi-threaded recommended).
     pub async fn start(self) -> Result<TestServer, Error> {
@@ -149,11 +163,14 @@ impl TestServerBuilder {
         let scheme = if self.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let (core, inputs) = Core::new(self.history, self.deployment_simulator);
-        let faults = Faults::new(core.clone());
+        let flow_control = Arc::new(FlowControl::new(self.max_in_flight));
+        let faults = Faults::new(core.clone(), flow_control);
         let metrics = Arc::new(Metrics::new(self.request_log_capacity));
+        let admission = Arc::new(crate::admission::Admission::default());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(State {
             core: core.clone(),
+            admission: admission.clone(),
             faults: faults.clone(),
             metrics: metrics.clone(),
             config: HttpConfig {
@@ -179,6 +196,7 @@ impl TestServerBuilder {
             pki,
             token: self.token,
             core,
+            admission,
             faults,
             metrics,
             shutdown: shutdown_tx,
@@ -208,6 +226,7 @@ pub struct TestServer {
     pki: Option<Pki>,
     token: Option<String>,
     core: Arc<Core>,
+    admission: Arc<crate::admission::Admission>,
     faults: Faults,
     metrics: Arc<Metrics>,
     shutdown: watch::Sender<bool>,
@@ -288,7 +307,11 @@ impl TestServer {
 
     /// Request counters.
     pub fn counters(&self) -> Counters {
-        self.metrics.counters()
+        let mut c = self.metrics.counters();
+        let flow_control = self.faults.flow_control();
+        c.in_flight = flow_control.in_flight();
+        c.rejected_in_flight = flow_control.rejected();
+        c
     }
 
     /// The request log, oldest first.
@@ -299,11 +322,23 @@ impl TestServer {
     /// Clears the request log and counters.
     pub fn clear_request_log(&self) {
         self.metrics.clear();
+        self.faults.flow_control().clear_rejected();
     }
 
     /// In-process access to the stored objects.
     pub fn objects(&self) -> Objects {
         Objects::new(self.core.clone())
+    }
+
+    /// Webhooks (admission and CRD conversion) whose `clientConfig` names
+    /// the Service `name` in `namespace` are called at `addr`: the server
+    /// has no cluster network, so this stands for the Service's cluster IP.
+    /// The URL, `Host` and TLS server name stay kube's
+    /// (`https://<name>.<namespace>.svc:<port><path>`), so the webhook's
+    /// certificate must be valid for `<name>.<namespace>.svc`. A Service
+    /// nobody registered fails the call as an unknown Service does.
+    pub fn register_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.admission.register_service(namespace, name, addr);
     }
 
     /// Turns the Deployment status simulator on (with a delay) or off.

@@ -466,9 +466,11 @@ async fn the_watch_error_handler_hears_failures_and_is_set_before_start() {
     informer
         .set_watch_error_handler(move |err| sink.lock().push(err.to_string()))
         .unwrap();
+    // 500 without Retry-After: a 503 with one is retried inside the
+    // request as client-go's REST client does, unseen by the handler
     server
         .faults()
-        .fail_next(2, kcontrol_testserver::Failure::ServiceUnavailable);
+        .fail_next(2, kcontrol_testserver::Failure::InternalError);
     let run = Running::start(Arc::clone(&informer));
     assert!(
         eventually(|| informer.has_synced()).await,

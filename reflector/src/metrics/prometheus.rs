@@ -16,6 +16,7 @@
 //! | `reflector_items_per_list` | histogram: objects per successful list |
 //! | `reflector_watch_duration_seconds` | histogram: how long watches lasted |
 //! | `reflector_watch_restarts_total` | counter: watches after the first (a watch ended and another started) |
+//! | `reflector_relist_incomplete` | gauge: 1 while a list has delivered part of a new state without completing it (the store may be mixed) |
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -62,12 +63,14 @@ fn list_histogram() -> Histogram {
 /// metrics.relisting(RestartCause::Expired);
 /// metrics.watch_event(WatchEventType::Modified);
 /// metrics.last_resource_version("42");
+/// metrics.relist_incomplete(true);
 /// let mut text = String::new();
 /// prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
 /// assert!(text.contains(r#"reflector_lists_total{name="configmaps"} 1"#));
 /// assert!(text.contains(r#"reflector_last_resource_version{name="configmaps"} 42"#));
 /// assert!(text.contains(r#"reflector_relists_total{name="configmaps",cause="expired"} 1"#));
 /// assert!(text.contains(r#"reflector_watch_events_total{name="configmaps",type="MODIFIED"} 1"#));
+/// assert!(text.contains(r#"reflector_relist_incomplete{name="configmaps"} 1"#));
 /// ```
 #[derive(Clone, Debug)]
 pub struct PrometheusReflectorMetrics {
@@ -83,6 +86,7 @@ pub struct PrometheusReflectorMetrics {
     items_per_list: HistogramFamily,
     watch_duration: HistogramFamily,
     watch_restarts: Family<Labels, Counter>,
+    relist_incomplete: Family<Labels, Gauge>,
 }
 
 impl PrometheusReflectorMetrics {
@@ -101,6 +105,7 @@ impl PrometheusReflectorMetrics {
             items_per_list: Family::new_with_constructor(items_histogram),
             watch_duration: Family::new_with_constructor(watch_histogram),
             watch_restarts: Family::default(),
+            relist_incomplete: Family::default(),
         };
         let r = registry.sub_registry_with_prefix("reflector");
         r.register(
@@ -146,6 +151,11 @@ impl PrometheusReflectorMetrics {
             "watch_restarts",
             "Watches started again, by what ended the previous one (cause)",
             m.watch_restarts.clone(),
+        );
+        r.register(
+            "relist_incomplete",
+            "1 while a list or WatchList has delivered part of a new state without completing it: the store may hold objects at the newer version beside objects that state no longer has",
+            m.relist_incomplete.clone(),
         );
         m
     }
@@ -258,5 +268,12 @@ impl ReflectorMetrics for Named {
         if let Ok(v) = resource_version.parse::<f64>() {
             self.families.last_rv.get_or_create(&self.labels).set(v);
         }
+    }
+
+    fn relist_incomplete(&self, incomplete: bool) {
+        self.families
+            .relist_incomplete
+            .get_or_create(&self.labels)
+            .set(i64::from(incomplete));
     }
 }

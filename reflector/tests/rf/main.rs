@@ -10,6 +10,8 @@ mod convergence;
 mod encodings;
 mod lifecycle;
 mod list;
+mod pacing;
+mod relist;
 mod restart;
 mod support;
 mod watch;

@@ -26,7 +26,8 @@ use kcontrol_deltafifo::{Delta, DeltaFifo, DeltaType, PopError, ProcessError};
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_indexer::{ApiResource, Object, ThreadSafeStore};
 use kcontrol_reflector::{
-    BackoffConfig, ListerWatcher, Reflector, ReflectorConfig, ReflectorError, WatchEventStream,
+    BackoffConfig, ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorMetrics,
+    RestartCause, WatchEventStream,
 };
 use kcontrol_testserver::{RequestRecord, TestServer, Verb};
 use serde_json::{json, Value};
@@ -183,6 +184,8 @@ pub struct Popped {
     pub regressions: Vec<String>,
     /// Keys popped as deleted, in order.
     pub deleted: Vec<String>,
+    /// Per key, how many deltas other than deletions were popped.
+    pub applied: HashMap<String, u64>,
 }
 
 impl Popped {
@@ -365,6 +368,7 @@ async fn consume(
                             if rv < before {
                                 popped.regressions.push(format!("{key}: {before} → {rv}"));
                             }
+                            *popped.applied.entry(key.clone()).or_default() += 1;
                             popped.newest.insert(key, rv.max(before));
                             store.update(obj.clone()).unwrap();
                         }
@@ -767,4 +771,63 @@ pub fn bulk_seed(server: &TestServer, n: usize) {
             (0..n).map(|i| configmap(&format!("bulk-{i}"), "v0")),
         )
         .unwrap();
+}
+
+/// What a [`Recorder`] saw, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Seen {
+    /// The reflector waited this long before trying again.
+    Backoff(Duration),
+    /// A relist began, for this cause.
+    Relisting(RestartCause),
+    /// A watch began again, for this cause.
+    WatchRestarting(RestartCause),
+    /// `relist_incomplete` turned this way.
+    RelistIncomplete(bool),
+}
+
+/// Reflector metrics that record the waits and restarts, in order.
+#[derive(Default)]
+pub struct Recorder {
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Recorder {
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Each relist or restarted watch with its cause and the last wait
+    /// before it (`None` when it came at once).
+    pub fn restarts(&self) -> Vec<(Seen, Option<Duration>)> {
+        let mut out = Vec::new();
+        let mut wait = None;
+        for s in self.seen() {
+            match s {
+                Seen::Backoff(d) => wait = Some(d),
+                Seen::Relisting(_) | Seen::WatchRestarting(_) => out.push((s, wait.take())),
+                Seen::RelistIncomplete(_) => {}
+            }
+        }
+        out
+    }
+
+    fn push(&self, s: Seen) {
+        self.seen.lock().unwrap().push(s);
+    }
+}
+
+impl ReflectorMetrics for Recorder {
+    fn backoff(&self, delay: Duration) {
+        self.push(Seen::Backoff(delay));
+    }
+    fn relisting(&self, cause: RestartCause) {
+        self.push(Seen::Relisting(cause));
+    }
+    fn watch_restarting(&self, cause: RestartCause) {
+        self.push(Seen::WatchRestarting(cause));
+    }
+    fn relist_incomplete(&self, incomplete: bool) {
+        self.push(Seen::RelistIncomplete(incomplete));
+    }
 }

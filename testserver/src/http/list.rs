@@ -217,9 +217,10 @@ pub(crate) async fn list(
     if let Some(n) = page.remaining {
         list_meta["remainingItemCount"] = json!(n);
     }
+    let items = state.admission.read(&state.core, info, page.items).await?;
     render_list(
         info,
-        page.items,
+        items,
         list_meta,
         output,
         IncludeObject::parse(q.get("includeObject").map(String::as_str)),

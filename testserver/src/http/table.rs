@@ -133,6 +133,7 @@ fn cell(c: &PrinterColumn, obj: &Value) -> Value {
                 io["name"].as_str().unwrap_or("")
             ))
         }
+        "!webhookcount" => crate::admission::webhook_count(obj),
         "!containers" => containers(obj, "name"),
         "!images" => containers(obj, "image"),
         "!selector" => {

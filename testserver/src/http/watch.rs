@@ -13,6 +13,7 @@ use super::list::{parse_rv, wait_for_rv, Rv};
 use super::negotiate::Output;
 use super::render::{self, IncludeObject};
 use super::{table, State};
+use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};
@@ -151,13 +152,16 @@ fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, St
     })
 }
 
-/// WATCH handler.
+/// WATCH handler. `seat` (the admission limit's, if any) is held until the
+/// watch is initialized: its initial events, and their end bookmark, are
+/// queued to the client.
 pub(crate) async fn watch(
     state: &Arc<State>,
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     q: &HashMap<String, String>,
     output: Output,
+    seat: Option<Seat>,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let p = parse_params(state, q)?;
     let scoped = crate::faults::ScopedResource {
@@ -241,8 +245,10 @@ pub(crate) async fn watch(
         deadline: Instant::now() + p.timeout,
         sent: 0,
         fast,
+        converts: state.admission.converts(&state.core, info),
         close_rx,
         stale_until: lagging,
+        seat,
     };
     state.metrics.watch_started();
     tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
@@ -267,11 +273,15 @@ struct Watcher {
     deadline: Instant,
     sent: u64,
     fast: bool,
+    /// Objects are converted by the CRD's conversion webhook.
+    converts: bool,
     /// Close-all-watches notifications, subscribed when the request came.
     close_rx: tokio::sync::watch::Receiver<u64>,
     /// Served by a lagging replica at this version: the watch ends once it
     /// has sent the events up to it.
     stale_until: Option<u64>,
+    /// The admission seat, until the watch is initialized.
+    seat: Option<Seat>,
 }
 
 /// Why a watch stream ends.
@@ -409,6 +419,18 @@ impl Watcher {
         }
     }
 
+    /// A failed conversion ends the watch with an ERROR event, as
+    /// kube-apiserver ends a watch it cannot encode.
+    async fn conversion_failed(&self, e: &StatusError) -> End {
+        let object = status_object(e, self.output);
+        let f = match self.output {
+            Output::Protobuf { .. } => proto_frame("ERROR", object),
+            _ => frame("ERROR", &object),
+        };
+        let _ = self.tx.send(f).await;
+        End::Closed
+    }
+
     async fn send(&self, b: Bytes) -> Result<(), End> {
         self.tx.send(b).await.map_err(|_| End::Closed)
     }
@@ -430,6 +452,15 @@ impl Watcher {
     }
 
     async fn send_initial(&mut self, initial: Vec<Arc<StoredObject>>) -> Result<(), End> {
+        let initial = if self.converts {
+            let state = Arc::clone(&self.state);
+            match state.admission.read(&state.core, &self.info, initial).await {
+                Ok(items) => items,
+                Err(e) => return Err(self.conversion_failed(&e).await),
+            }
+        } else {
+            initial
+        };
         let mut buf = BytesMut::new();
         for obj in initial {
             if !self.filter.matches(&obj) {
@@ -477,6 +508,8 @@ impl Watcher {
         if end_bookmark {
             self.send(self.bookmark(initial_rv, true)).await?;
         }
+        // initialized: a streaming watch takes no seat (APF)
+        self.seat = None;
         let mut bookmark_at = self.next_bookmark(Instant::now());
         loop {
             seq_rx.borrow_and_update();
@@ -503,6 +536,26 @@ impl Watcher {
                         }
                         self.next_seq = ev.seq + 1;
                         self.last_rv = ev.rv;
+                        let converted;
+                        let ev = if self.converts {
+                            let state = Arc::clone(&self.state);
+                            converted = match state
+                                .admission
+                                .read_event(&state.core, &self.info, ev)
+                                .await
+                            {
+                                Ok(c) => c,
+                                Err(e) => {
+                                    if !buf.is_empty() {
+                                        self.send(buf.split().freeze()).await?;
+                                    }
+                                    return Err(self.conversion_failed(&e).await);
+                                }
+                            };
+                            &converted
+                        } else {
+                            ev
+                        };
                         if let Some(f) = self.convert(ev) {
                             if !self.push_event(&mut buf, f) {
                                 keep_going = false;

@@ -8,6 +8,8 @@ mod scale;
 pub(crate) mod strategy;
 mod write;
 
+pub(crate) use write::{applied, patched};
+
 pub(crate) use delete::{DeleteOptions, DeleteOutcome, Propagation};
 pub(crate) use strategy::FieldValidation;
 
@@ -46,6 +48,11 @@ pub(crate) struct WriteOptions {
     pub force: bool,
     /// `managedFields` are already computed (by apply): record nothing.
     pub(crate) fields_recorded: bool,
+    /// The body is the object a dry run of the same write returned
+    /// (admission computed it, then called the validating webhooks): it
+    /// is stored as it is, an update only if the object is still at the
+    /// resourceVersion it carries.
+    pub(crate) prepared: bool,
 }
 
 /// The manager the server's own writes are recorded as.
@@ -138,6 +145,7 @@ impl Core {
             nodes_ready: std::sync::atomic::AtomicBool::new(true),
         });
         core.registry.register(crate::builtin::all());
+        core.registry.register(crate::admission::resources());
         for info in core.registry.all() {
             core.resource_store(&info);
         }

@@ -106,6 +106,9 @@ pub(crate) fn keep_system_metadata(old: &Value, new: &mut Value) {
 pub(crate) fn default_object(info: &ResourceInfo, obj: &mut Value) -> Result<(), StatusError> {
     match info.behavior {
         Behavior::Deployment => default_deployment(obj),
+        Behavior::Plain if info.group == crate::admission::GROUP => {
+            crate::admission::default_configuration(info, obj);
+        }
         Behavior::Plain if info.resource == "secrets" && info.group.is_empty() => {
             default_secret(obj)?
         }
@@ -228,6 +231,9 @@ pub(crate) fn validate_kind(
 ) {
     if info.behavior == Behavior::Deployment {
         validate_deployment(obj, old, errs);
+    }
+    if info.group == crate::admission::GROUP {
+        errs.extend(crate::admission::validate_configuration(info, obj));
     }
     if info.resource == "configmaps" && info.group.is_empty() {
         for field in ["data", "binaryData"] {

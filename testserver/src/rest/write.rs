@@ -218,7 +218,7 @@ impl Core {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        if info.behavior == Behavior::EventsV1 {
+        if info.behavior == Behavior::EventsV1 && !opts.prepared {
             let core = crate::builtin::events();
             return self.create(&core, namespace, crate::events::accept(&body, true)?, opts);
         }
@@ -227,7 +227,14 @@ impl Core {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let prepared = self.prepare_create(info, namespace, body.clone(), opts)?;
+            let prepared = if opts.prepared {
+                Prepared {
+                    value: body.clone(),
+                    warnings: Vec::new(),
+                }
+            } else {
+                self.prepare_create(info, namespace, body.clone(), opts)?
+            };
             let name = meta::name(&prepared.value).to_owned();
             self.check_namespace(info, namespace, &name)?;
             let key = object_key(info, namespace, &name);
@@ -266,7 +273,7 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        if info.behavior == Behavior::EventsV1 {
+        if info.behavior == Behavior::EventsV1 && !opts.prepared {
             let core = crate::builtin::events();
             let create = self
                 .resource_store(info)
@@ -313,6 +320,78 @@ impl Core {
         let Some(old) = tx.get(key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
+        let (mut new, warnings) = if opts.prepared {
+            // computed by a dry run of this update (admission): stored as
+            // it is if the object is still the one it was computed from
+            if meta::meta_str(&body, "resourceVersion") != old.resource_version().to_string() {
+                return Err(StatusError::stale(&info.group_resource(), name));
+            }
+            (body, Vec::new())
+        } else {
+            self.updated_object(info, &old, name, body, sub, opts)?
+        };
+        if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
+            if opts.dry_run {
+                return Ok(WriteResult {
+                    object: dry_run_object(new, key)?,
+                    created: false,
+                    warnings,
+                });
+            }
+            let ev = tx.delete(key)?;
+            return match ev {
+                Some(ev) => {
+                    self.after_remove(info, &ev.object);
+                    Ok(WriteResult {
+                        object: ev.object.clone(),
+                        created: false,
+                        warnings,
+                    })
+                }
+                None => Err(StatusError::not_found(&info.group_resource(), name)),
+            };
+        }
+        // compare with the old resourceVersion: a no-op update writes nothing
+        meta::set_meta_str(
+            &mut new,
+            "resourceVersion",
+            &old.resource_version().to_string(),
+        );
+        if new == *old.value() {
+            return Ok(WriteResult {
+                object: old,
+                created: false,
+                warnings,
+            });
+        }
+        if opts.dry_run {
+            return Ok(WriteResult {
+                object: dry_run_object(new, key)?,
+                created: false,
+                warnings,
+            });
+        }
+        let ev = tx.put(key, new)?;
+        self.after_write(info, Some(&old), &ev.object);
+        Ok(WriteResult {
+            object: ev.object.clone(),
+            created: false,
+            warnings,
+        })
+    }
+
+    /// The object an update of `old` with `body` stores (status handling,
+    /// system metadata, defaults and validation, generation, managed
+    /// fields), and its warnings.
+    fn updated_object(
+        &self,
+        info: &ResourceInfo,
+        old: &StoredObject,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), StatusError> {
         let mut body = body;
         check_type_meta(self, info, &mut body)?;
         let given_rv = meta::meta_str(&body, "resourceVersion");
@@ -368,54 +447,7 @@ impl Core {
         if !opts.fields_recorded {
             fields::record_update(info, Some(old_value), &mut new, &writer(info, opts, sub));
         }
-        if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
-            if opts.dry_run {
-                return Ok(WriteResult {
-                    object: old,
-                    created: false,
-                    warnings,
-                });
-            }
-            let ev = tx.delete(key)?;
-            return match ev {
-                Some(ev) => {
-                    self.after_remove(info, &ev.object);
-                    Ok(WriteResult {
-                        object: ev.object.clone(),
-                        created: false,
-                        warnings,
-                    })
-                }
-                None => Err(StatusError::not_found(&info.group_resource(), name)),
-            };
-        }
-        // compare with the old resourceVersion: a no-op update writes nothing
-        meta::set_meta_str(
-            &mut new,
-            "resourceVersion",
-            &old.resource_version().to_string(),
-        );
-        if new == *old_value {
-            return Ok(WriteResult {
-                object: old,
-                created: false,
-                warnings,
-            });
-        }
-        if opts.dry_run {
-            return Ok(WriteResult {
-                object: dry_run_object(new, key)?,
-                created: false,
-                warnings,
-            });
-        }
-        let ev = tx.put(key, new)?;
-        self.after_write(info, Some(&old), &ev.object);
-        Ok(WriteResult {
-            object: ev.object.clone(),
-            created: false,
-            warnings,
-        })
+        Ok((new, warnings))
     }
 
     /// PATCH: applies a patch of the given type.
@@ -431,11 +463,7 @@ impl Core {
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
         if patch_type == PatchType::StrategicMerge && info.behavior == Behavior::CustomResource {
-            return Err(StatusError::new(
-                415,
-                "UnsupportedMediaType",
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
-            ));
+            return Err(strategic_on_custom_resource());
         }
         let events_v1 = info.behavior == Behavior::EventsV1;
         if patch_type == PatchType::Apply {
@@ -462,12 +490,7 @@ impl Core {
         } else {
             old.value().clone()
         };
-        let mut patched = match patch_type {
-            PatchType::Json => patch::json_patch(&view, body),
-            PatchType::Merge => patch::merge_patch(&view, body),
-            _ => patch::strategic_merge_patch(&view, body),
-        }
-        .map_err(|e| patch_error(e, body))?;
+        let mut patched = patched(info, patch_type, &view, body)?;
         if events_v1 {
             patched = crate::events::accept(&patched, false)?;
             let core = crate::builtin::events();
@@ -489,39 +512,9 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        let manager = opts.field_manager.as_deref().unwrap_or("");
-        if manager.is_empty() {
-            let e = FieldError::required("fieldManager", "is required for apply patch");
-            return Err(StatusError::invalid(
-                "meta.k8s.io",
-                "PatchOptions",
-                "",
-                &[e],
-            ));
-        }
-        let applied: Value = serde_yaml::from_slice(body)
-            .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
-        if !applied.is_object() {
-            return Err(StatusError::bad_request("apply patch must be an object"));
-        }
-        let applied_name = meta::name(&applied);
-        if applied_name != name {
-            return Err(StatusError::bad_request(format!(
-                "the name of the object ({applied_name}) does not match the name on the URL ({name})"
-            )));
-        }
-        let writer = writer(info, opts, sub);
-        let writer = fields::Writer { manager, ..writer };
         let recorded = WriteOptions {
             fields_recorded: true,
             ..opts.clone()
-        };
-        let apply_error = |e: ApplyError| match e {
-            ApplyError::Conflicts(c) => apply_conflict(&c),
-            ApplyError::Invalid(msg) => StatusError::internal(&format!(
-                "failed to create typed patch object ({}/{}, Kind={}): {msg}",
-                info.group, info.version, info.kind
-            )),
         };
         let key = object_key(info, namespace, name);
         let rs = self.resource_store(info);
@@ -529,23 +522,14 @@ impl Core {
             if sub == Subresource::Status {
                 return Err(StatusError::not_found(&info.group_resource(), name));
             }
-            let created = fields::apply(info, &json!({}), &applied, &writer, opts.force)
-                .map_err(apply_error)?;
+            let created = applied(info, name, &json!({}), body, sub, opts)?;
             return self.create(info, namespace, created, &recorded);
         }
         let mut tx = rs.write(&self.store);
         let Some(old) = tx.get(&key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let mut merged =
-            fields::apply(info, old.value(), &applied, &writer, opts.force).map_err(apply_error)?;
-        if meta::meta_str(&applied, "resourceVersion").is_empty() {
-            meta::set_meta_str(
-                &mut merged,
-                "resourceVersion",
-                &old.resource_version().to_string(),
-            );
-        }
+        let merged = applied(info, name, old.value(), body, sub, opts)?;
         self.update_locked(info, &mut tx, &key, name, merged, sub, &recorded)
     }
 
@@ -596,6 +580,86 @@ impl Core {
             self.registry.register(infos);
         }
     }
+}
+
+/// 415: custom resources take no strategic merge patch.
+fn strategic_on_custom_resource() -> StatusError {
+    StatusError::new(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    )
+}
+
+/// The object a JSON, merge or strategic merge patch makes of `view`.
+pub(crate) fn patched(
+    info: &ResourceInfo,
+    patch_type: PatchType,
+    view: &Value,
+    body: &[u8],
+) -> Result<Value, StatusError> {
+    match patch_type {
+        PatchType::Json => patch::json_patch(view, body),
+        PatchType::Merge => patch::merge_patch(view, body),
+        _ if info.behavior == Behavior::CustomResource => {
+            return Err(strategic_on_custom_resource())
+        }
+        _ => patch::strategic_merge_patch(view, body),
+    }
+    .map_err(|e| patch_error(e, body))
+}
+
+/// The object server-side apply of `body` (YAML or JSON) by
+/// `opts.field_manager` makes of `live` (`{}` when creating), its
+/// `managedFields` recorded; an unpinned apply is pinned to `live`'s
+/// resourceVersion.
+pub(crate) fn applied(
+    info: &ResourceInfo,
+    name: &str,
+    live: &Value,
+    body: &[u8],
+    sub: Subresource,
+    opts: &WriteOptions,
+) -> Result<Value, StatusError> {
+    let manager = opts.field_manager.as_deref().unwrap_or("");
+    if manager.is_empty() {
+        let e = FieldError::required("fieldManager", "is required for apply patch");
+        return Err(StatusError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            &[e],
+        ));
+    }
+    let applied: Value = serde_yaml::from_slice(body)
+        .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !applied.is_object() {
+        return Err(StatusError::bad_request("apply patch must be an object"));
+    }
+    let applied_name = meta::name(&applied);
+    if applied_name != name {
+        return Err(StatusError::bad_request(format!(
+            "the name of the object ({applied_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let writer = fields::Writer {
+        manager,
+        ..writer(info, opts, sub)
+    };
+    let mut merged =
+        fields::apply(info, live, &applied, &writer, opts.force).map_err(|e| match e {
+            ApplyError::Conflicts(c) => apply_conflict(&c),
+            ApplyError::Invalid(msg) => StatusError::internal(&format!(
+                "failed to create typed patch object ({}/{}, Kind={}): {msg}",
+                info.group, info.version, info.kind
+            )),
+        })?;
+    let live_rv = meta::meta_str(live, "resourceVersion");
+    if meta::meta_str(&applied, "resourceVersion").is_empty() && !live_rv.is_empty() {
+        let rv = live_rv.to_owned();
+        meta::set_meta_str(&mut merged, "resourceVersion", &rv);
+    }
+    Ok(merged)
 }
 
 fn patch_error(e: PatchError, body: &[u8]) -> StatusError {

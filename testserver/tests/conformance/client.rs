@@ -141,6 +141,21 @@ impl Client {
         body: Option<Vec<u8>>,
     ) -> Resp {
         let req = self.request(method, path, content_type, accept, body);
+        self.send(req).await
+    }
+
+    /// A request sent with this `User-Agent` (the server tells clients
+    /// apart by it).
+    pub async fn send_raw_with_agent(&self, method: &str, path: &str, agent: &str) -> Resp {
+        let mut req = self.request(method, path, None, Some("application/json"), None);
+        req.headers_mut().insert(
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(agent).expect("a header value"),
+        );
+        self.send(req).await
+    }
+
+    async fn send(&self, req: http::Request<Full<Bytes>>) -> Resp {
         let resp = tokio::time::timeout(WAIT, self.inner.request(req))
             .await
             .expect("response in time")

@@ -14,6 +14,7 @@ mod crud;
 mod discovery;
 mod events;
 mod faults;
+mod flow_control;
 mod kubectl;
 mod lifecycle;
 mod lists;

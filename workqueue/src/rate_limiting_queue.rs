@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::QueueConfig;
-use crate::delaying::DelayingQueue;
+use crate::delaying_queue::DelayingQueue;
 use crate::queue::Queue;
 use crate::rate_limiter::{default_controller_rate_limiter, RateLimiter};
 use crate::Item;

@@ -3,25 +3,22 @@
 //! item scheduled twice keeps the earlier time; scheduled items are dropped
 //! at shutdown.
 //!
-//! `add_after` only drops the item into an intake (see [`crate::intake`]),
-//! so producers never wait for consumers. Scheduled items move into the
-//! queue when due: by the queue's background thread (no tokio runtime
-//! needed; it sleeps until the next due time, at least 200 µs, is started
-//! by the first delayed add, and stops at shutdown or when the last handle
-//! is dropped), by threads blocked in `get` (they wake at the next due time
-//! themselves), and by any `add`, `get`, `try_get`, `len` or other
-//! operation except `done` that finds them due. A timer slower than the
-//! consumers is therefore never in the way of a blocking consumer.
+//! Scheduled items wait in a [`crate::schedule::Schedule`] under the queue
+//! lock and move into the queue when due: by the queue's background thread
+//! (no tokio runtime needed; it sleeps until the next due time, at least
+//! 200 µs, is started by the first delayed add, and stops at shutdown or
+//! when the last handle is dropped), by threads blocked in `get` (they wake
+//! at the next due time themselves), by any consumer that finds the queue
+//! empty (`get`, `try_get`, `get_async`), and by the counts (`len`,
+//! `scheduled_len`, `Debug`). A timer slower than the consumers is
+//! therefore never in the way of a blocking consumer.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::housekeeper;
-use crate::intake::Incoming;
-use crate::intake::MERGE_AT;
 use crate::queue::Queue;
 use crate::Item;
 
@@ -97,32 +94,19 @@ impl<T: Item> DelayingQueue<T> {
             self.queue.add(item);
             return;
         }
-        let (Some(intake), Some(signal)) = (&shared.intake, &shared.signal) else {
-            return;
-        };
-        if shared.shutting_down.load(Ordering::Acquire) {
-            return;
-        }
         let hash = shared.hash(&item);
         let due = saturating_add(shared.clock.now(), delay);
-        let pending = intake.push(Incoming { item, hash, due });
-        if pending >= MERGE_AT || !shared.housekeeper_started.load(Ordering::Acquire) {
-            let mut locked = shared.lock_only();
-            locked.merge_intake();
-            let inner = &mut *locked.guard;
-            if !inner.housekeeper_running && !inner.state.is_shutting_down() {
-                housekeeper::ensure_running(shared, &mut inner.housekeeper_running);
-            }
-        }
-        if intake.needs_kick(due) {
-            signal.kick();
+        let mut locked = shared.lock();
+        if locked.schedule(item, hash, due) {
+            housekeeper::ensure_running(shared, &mut locked.guard.housekeeper);
         }
     }
 
     /// Number of items scheduled for later (not yet in the queue).
     pub fn scheduled_len(&self) -> usize {
-        let locked = self.queue.shared.lock_released();
-        locked.guard.delay.as_ref().map_or(0, |d| d.len())
+        let mut locked = self.queue.shared.lock();
+        locked.release_all_due();
+        locked.guard.schedule.as_ref().map_or(0, |s| s.len())
     }
 }
 
@@ -215,7 +199,7 @@ mod tests {
         for (name, count) in counts {
             let (q, n) = burst_due_on_a_silent_clock();
             count(&q);
-            let most = q.queue.shared.lock_only().guard.released_per_hold.1;
+            let most = q.queue.shared.lock().guard.released_per_hold.1;
             assert!(
                 most <= RELEASE_CHUNK,
                 "{name}: {most} items released in one hold"
@@ -233,7 +217,7 @@ mod tests {
         let (q, n) = burst_due_on_a_silent_clock();
         let round = crate::housekeeper::look(&q.queue.shared, &mut None);
         assert!(round.is_some(), "the queue is not shutting down");
-        let most = q.queue.shared.lock_only().guard.released_per_hold.1;
+        let most = q.queue.shared.lock().guard.released_per_hold.1;
         assert!(most <= RELEASE_CHUNK, "{most} items released in one hold");
         assert_eq!(q.len(), n);
         q.shut_down();

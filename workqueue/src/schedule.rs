@@ -3,11 +3,11 @@
 //! heap entries made stale by an earlier reschedule are skipped when they
 //! surface, and the heap is rebuilt when they outnumber live ones.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use hashbrown::HashTable;
-
-use crate::quad_heap::QuadHeap;
 
 /// A scheduled item.
 struct Scheduled<T> {
@@ -19,24 +19,24 @@ struct Scheduled<T> {
 }
 
 /// A heap entry: due time, then scheduling order, then the item's hash
-/// (24 bytes: small entries make the heap fast).
-type Entry = (u64, u64, u64);
+/// (24 bytes: small entries make the heap fast), smallest first.
+type Entry = Reverse<(u64, u64, u64)>;
 
 /// Scheduled items; see the module documentation.
-pub(crate) struct DelayHeap<T> {
+pub(crate) struct Schedule<T> {
     /// Times are kept as nanoseconds since this instant.
     origin: Instant,
-    heap: QuadHeap<Entry>,
+    heap: BinaryHeap<Entry>,
     table: HashTable<Scheduled<T>>,
     next_seq: u64,
 }
 
-impl<T: Eq> DelayHeap<T> {
+impl<T: Eq> Schedule<T> {
     /// An empty heap measuring time from `origin`.
     pub(crate) fn new(origin: Instant) -> Self {
         Self {
             origin,
-            heap: QuadHeap::default(),
+            heap: BinaryHeap::new(),
             table: HashTable::new(),
             next_seq: 0,
         }
@@ -71,7 +71,7 @@ impl<T: Eq> DelayHeap<T> {
             }
         }
         self.next_seq += 1;
-        self.heap.push((due, seq, hash));
+        self.heap.push(Reverse((due, seq, hash)));
         if self.heap.len() > 2 * self.table.len() + 1024 {
             self.rebuild();
         }
@@ -81,7 +81,7 @@ impl<T: Eq> DelayHeap<T> {
     /// Takes the earliest item due at `now`, if any.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<(T, u64)> {
         let now = self.nanos(now);
-        while let Some((due, seq, hash)) = self.heap.peek().copied() {
+        while let Some(&Reverse((due, seq, hash))) = self.heap.peek() {
             if due > now {
                 return None;
             }
@@ -97,7 +97,7 @@ impl<T: Eq> DelayHeap<T> {
     /// The earliest due time (possibly of a stale entry, which is earlier
     /// than any live one and harmless: the timer just looks again).
     pub(crate) fn next_due(&self) -> Option<Instant> {
-        let (due, _, _) = self.heap.peek()?;
+        let Reverse((due, _, _)) = self.heap.peek()?;
         Some(crate::clock::saturating_add(
             self.origin,
             std::time::Duration::from_nanos(*due),
@@ -111,13 +111,16 @@ impl<T: Eq> DelayHeap<T> {
 
     /// Forgets every scheduled item (shutdown).
     pub(crate) fn clear(&mut self) {
-        self.heap.clear();
+        self.heap = BinaryHeap::new();
         self.table = HashTable::new();
     }
 
     fn rebuild(&mut self) {
-        let entries: Vec<Entry> = self.table.iter().map(|s| (s.due, s.seq, s.hash)).collect();
-        self.heap.rebuild(entries.into_iter());
+        self.heap = self
+            .table
+            .iter()
+            .map(|s| Reverse((s.due, s.seq, s.hash)))
+            .collect();
     }
 }
 
@@ -130,7 +133,7 @@ mod tests {
     fn wq5_earlier_time_wins_and_order_is_by_due_time() {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
-        let mut d = DelayHeap::<String>::new(t0);
+        let mut d = Schedule::<String>::new(t0);
         assert!(d.schedule("a".into(), 1, t0 + ms(30)));
         assert!(d.schedule("b".into(), 2, t0 + ms(20)));
         assert!(!d.schedule("a".into(), 1, t0 + ms(40)));
@@ -148,7 +151,7 @@ mod tests {
     #[test]
     fn stale_entries_are_bounded() {
         let t0 = Instant::now();
-        let mut d = DelayHeap::<String>::new(t0);
+        let mut d = Schedule::<String>::new(t0);
         for i in 0..10_000u64 {
             d.schedule("a".into(), 1, t0 + Duration::from_secs(100_000 - i));
         }
