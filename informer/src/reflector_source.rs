@@ -62,4 +62,8 @@ impl<K: KubeObject + DeserializeOwned> Source<K> for ReflectorSource<K> {
             .get()
             .and_then(|r| r.last_sync_resource_version())
     }
+
+    fn last_error(&self) -> Option<String> {
+        self.reflector.get().and_then(|r| r.last_error())
+    }
 }

@@ -45,6 +45,11 @@ pub(crate) trait Source<K: KubeObject>: Send + Sync + 'static {
 
     /// The resourceVersion last synced with the server.
     fn last_sync_resource_version(&self) -> Option<String>;
+
+    /// The last list or watch failure since the last successful list.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -129,6 +129,7 @@ where
                         let mut state = self.state.lock();
                         state.last_rv_unavailable = false;
                         state.synced_once = true;
+                        state.last_error = None;
                         state.delivered_floor = None;
                     }
                     self.metrics.list_finished(items, started.elapsed());
