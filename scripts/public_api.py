@@ -1,4 +1,4 @@
-"""Renders rustdoc JSON of the library crates as README tables: each item
+"""Renders rustdoc JSON of the library crates as the tables of API.md: each item
 a crate exports at its root, its kind and the first line of its docs.
 Called by scripts/public-api."""
 
@@ -16,7 +16,7 @@ LINK = re.compile(r"\[(`[^`]*`)\](\([^)]*\))?")
 
 def first_line(docs):
     """The first sentence of the docs' first paragraph, intra-doc links
-    reduced to their text (README is not rustdoc)."""
+    reduced to their text (API.md is not rustdoc)."""
     paragraph = []
     for line in (docs or "").strip().splitlines():
         line = line.strip()
@@ -81,7 +81,7 @@ def main():
     crates = sys.argv[4:]
     text = open(readme).read()
     if START not in text or END not in text:
-        sys.exit("README.md has no public-api markers")
+        sys.exit("API.md has no public-api markers")
     before, rest = text.split(START, 1)
     _, after = rest.split(END, 1)
     new = before + render(doc_dir, crates) + after

@@ -93,17 +93,3 @@ async fn owned_secret_changes_and_deletions_retrigger_the_owner() {
     run.await.unwrap().unwrap();
     server.shutdown().await;
 }
-
-/// README shows the whole example; this keeps that copy equal to the file.
-#[test]
-fn readme_shows_the_whole_example() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
-    let example =
-        std::fs::read_to_string(format!("{root}/controller/examples/configmap_to_secret.rs"))
-            .unwrap();
-    assert!(
-        readme.contains(&format!("```rust\n{example}```")),
-        "README.md's copy of controller/examples/configmap_to_secret.rs differs from the file"
-    );
-}

@@ -120,3 +120,9 @@ pub use tokio_util::sync::CancellationToken;
 
 /// The `k8s-openapi` crate kcontrol's typed objects come from (feature `v1_33`).
 pub use kcontrol_indexer::k8s_openapi;
+
+/// README.md's Rust code blocks, compiled as doc tests (`cargo test -p
+/// kcontrol --doc`), so the front page cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -191,7 +191,7 @@ lean_resource! {
     /// A ConfigMap in compact form: [`CompactMeta`] and `data`,
     /// `binaryData` (base64 text, as on the wire) and `immutable`. About
     /// half the memory of k8s-openapi's `ConfigMap` in a store (see the
-    /// README's store benchmark); read `cm.data.get("key")`.
+    /// BENCHMARKS.md's store benchmark); read `cm.data.get("key")`.
     ///
     /// ```
     /// use kcontrol_indexer::compact::CompactConfigMap;
