@@ -192,6 +192,7 @@ impl Core {
                 m.remove("status");
             }
         }
+        crate::kinds::prepare_for_create(info, &mut obj);
         if info.behavior == Behavior::Namespace {
             if let Some(m) = obj.as_object_mut() {
                 m.insert("status".into(), json!({"phase": "Active"}));
@@ -238,14 +239,23 @@ impl Core {
                 }
                 return Err(StatusError::already_exists(&info.group_resource(), &name));
             }
+            let mut value = prepared.value;
+            let reserved = self.allocate(info, &mut value, None)?;
             if opts.dry_run {
+                self.give_back(reserved);
                 return Ok(WriteResult {
-                    object: dry_run_object(prepared.value, &key)?,
+                    object: dry_run_object(value, &key)?,
                     created: true,
                     warnings: prepared.warnings,
                 });
             }
-            let ev = tx.put(&key, prepared.value)?;
+            let ev = match tx.put(&key, value) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    self.give_back(reserved);
+                    return Err(e.into());
+                }
+            };
             drop(tx);
             self.after_write(info, None, &ev.object);
             return Ok(WriteResult {
@@ -348,6 +358,7 @@ impl Core {
             }
         };
         strategy::keep_system_metadata(old_value, &mut new);
+        crate::kinds::prepare_for_update(info, old_value, &mut new);
         if let Some(recorded) = recorded_fields {
             match recorded {
                 Some(mf) => meta::metadata_mut(&mut new).insert("managedFields".into(), mf),
@@ -368,23 +379,36 @@ impl Core {
         if !opts.fields_recorded {
             fields::record_update(info, Some(old_value), &mut new, &writer(info, opts, sub));
         }
+        self.store_update(info, tx, key, name, &old, new, opts, warnings)
+    }
+
+    /// Stores an updated object (unless nothing changed or it is a dry
+    /// run), or removes it when it is terminating and nothing holds it.
+    #[allow(clippy::too_many_arguments)]
+    fn store_update(
+        &self,
+        info: &ResourceInfo,
+        tx: &mut WriteTxn<'_>,
+        key: &str,
+        name: &str,
+        old: &Arc<StoredObject>,
+        mut new: Value,
+        opts: &WriteOptions,
+        warnings: Vec<String>,
+    ) -> Result<WriteResult, StatusError> {
+        let result = |object: Arc<StoredObject>, warnings| WriteResult {
+            object,
+            created: false,
+            warnings,
+        };
         if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
             if opts.dry_run {
-                return Ok(WriteResult {
-                    object: old,
-                    created: false,
-                    warnings,
-                });
+                return Ok(result(old.clone(), warnings));
             }
-            let ev = tx.delete(key)?;
-            return match ev {
+            return match tx.delete(key)? {
                 Some(ev) => {
                     self.after_remove(info, &ev.object);
-                    Ok(WriteResult {
-                        object: ev.object.clone(),
-                        created: false,
-                        warnings,
-                    })
+                    Ok(result(ev.object.clone(), warnings))
                 }
                 None => Err(StatusError::not_found(&info.group_resource(), name)),
             };
@@ -395,27 +419,24 @@ impl Core {
             "resourceVersion",
             &old.resource_version().to_string(),
         );
-        if new == *old_value {
-            return Ok(WriteResult {
-                object: old,
-                created: false,
-                warnings,
-            });
+        if new == *old.value() {
+            return Ok(result(old.clone(), warnings));
         }
+        let reserved = self.allocate(info, &mut new, Some(old.value()))?;
         if opts.dry_run {
-            return Ok(WriteResult {
-                object: dry_run_object(new, key)?,
-                created: false,
-                warnings,
-            });
+            self.give_back(reserved);
+            return Ok(result(dry_run_object(new, key)?, warnings));
         }
-        let ev = tx.put(key, new)?;
-        self.after_write(info, Some(&old), &ev.object);
-        Ok(WriteResult {
-            object: ev.object.clone(),
-            created: false,
-            warnings,
-        })
+        let ev = match tx.put(key, new) {
+            Ok(ev) => ev,
+            Err(e) => {
+                self.give_back(reserved);
+                return Err(e.into());
+            }
+        };
+        self.release(info, old.value(), Some(ev.object.value()));
+        self.after_write(info, Some(old), &ev.object);
+        Ok(result(ev.object.clone(), warnings))
     }
 
     /// PATCH: applies a patch of the given type.
@@ -465,7 +486,9 @@ impl Core {
         let mut patched = match patch_type {
             PatchType::Json => patch::json_patch(&view, body),
             PatchType::Merge => patch::merge_patch(&view, body),
-            _ => patch::strategic_merge_patch(&view, body),
+            _ => {
+                patch::strategic_merge_patch(&view, body, crate::builtin::schemas::structural(info))
+            }
         }
         .map_err(|e| patch_error(e, body))?;
         if events_v1 {
@@ -572,6 +595,7 @@ impl Core {
             }
             _ => {}
         }
+        self.notify_write(info, old.is_none(), new);
         let owners = meta::owner_uids(new.value());
         if !owners.is_empty() && old.is_none_or(|o| meta::owner_uids(o.value()) != owners) {
             self.notify(ControllerMsg::CheckOwners {
@@ -584,6 +608,13 @@ impl Core {
                 self.notify(ControllerMsg::OwnerDeleting);
             }
         }
+    }
+
+    /// Serves a further resource (replacing one at the same
+    /// group/version/plural).
+    pub(crate) fn register_resource(&self, info: ResourceInfo) {
+        self.store.ensure_resource(&info.group_resource());
+        self.registry.register(vec![info]);
     }
 
     /// Registers the resources a CRD serves.
