@@ -139,11 +139,13 @@ struct Cli {
     embedded: bool,
 }
 
+#[allow(clippy::print_stdout)] // `--print-crd` prints the CRD
 #[tokio::main(crate = "kcontrol::tokio")]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let cli = <Cli as clap::Parser>::parse();
     if cli.print_crd {
-        return Ok(print!("{}", crd_yaml::<WebApp>()?)); // an example prints its result
+        print!("{}", crd_yaml::<WebApp>()?);
+        return Ok(());
     }
     if cli.embedded {
         return embedded(&cli.args).await;
