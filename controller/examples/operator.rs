@@ -121,7 +121,7 @@ fn service(app: &WebApp) -> kcontrol::Result<Service> {
 
 /// The operator: `WebApp`s, and the Deployments and Services they own.
 pub async fn run(mut manager: Manager, shutdown: CancellationToken) -> kcontrol::Result<()> {
-    let webapps = manager.controller::<WebApp>();
+    let webapps = manager.controller::<WebApp>().name(NAME); // its queue, metrics, Events
     manager.add(webapps.owns::<Deployment>().owns::<Service>(), reconcile);
     Ok(manager.run(shutdown).await?)
 }

@@ -66,7 +66,7 @@ pub struct Args {
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
     /// Requests per second to the API server (client-side limit).
-    #[arg(long = "kube-api-qps", value_name = "QPS", default_value = "20", value_parser = parse_qps)]
+    #[arg(long = "kube-api-qps", value_name = "QPS", default_value = "20", value_parser = parse_qps, allow_negative_numbers = true)]
     pub qps: f64,
     /// Requests the client may send at once above the QPS.
     #[arg(long = "kube-api-burst", value_name = "N", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]

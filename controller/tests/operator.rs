@@ -75,10 +75,18 @@ fn reconciles(metrics: &str) -> u64 {
 /// Waits until more than `seen` reconciles succeeded.
 async fn wait_for_reconcile(addr: SocketAddr, seen: u64) {
     let deadline = tokio::time::Instant::now() + DEADLINE;
-    while reconciles(&scrape(addr).await) <= seen {
+    loop {
+        let text = scrape(addr).await;
+        if reconciles(&text) > seen {
+            return;
+        }
+        let counts: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("controller_reconcile_total"))
+            .collect();
         assert!(
             tokio::time::Instant::now() < deadline,
-            "no reconcile after {seen}"
+            "no reconcile after {seen}: {counts:#?}"
         );
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
