@@ -14,7 +14,9 @@
 //! )).unwrap();
 //! let registry = SharedRegistry::new();
 //! assert!(register_client_metrics(&client, &mut registry.lock()));
-//! assert!(registry.encode().unwrap().contains("rest_client_requests"));
+//! // a client reports to one registry only
+//! assert!(!register_client_metrics(&client, &mut registry.lock()));
+//! // the families are encoded once the client has sent requests
 //! ```
 
 use std::sync::{Arc, OnceLock};

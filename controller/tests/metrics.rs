@@ -131,7 +131,7 @@ async fn ct22_a_standalone_controller_fills_a_registry_and_serves_it() {
                 Err(ControllerError::Health { .. }) => continue,
                 other => panic!("the controller stopped: {other:?}"),
             },
-            () = wait_for_status(port, "/readyz", 200) => break (port, shutdown),
+            () = serving(port) => break (port, shutdown),
         }
     };
     let (addr, shutdown) = served;
@@ -142,6 +142,41 @@ async fn ct22_a_standalone_controller_fills_a_registry_and_serves_it() {
         "{text}"
     );
     shutdown.cancel();
-    wait_for_status(addr, "/readyz", 503).await;
+    not_ready(addr).await;
     server.shutdown().await;
+}
+
+/// Waits until `addr` accepts connections (the controller binds it once it
+/// runs) and answers `/readyz` with 200.
+async fn serving(addr: std::net::SocketAddr) {
+    let deadline = tokio::time::Instant::now() + support::DEADLINE;
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "{addr} never bound");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    wait_for_status(addr, "/readyz", 200).await;
+}
+
+/// Waits until `addr` answers `/readyz` with 503 or, its server stopped,
+/// no longer answers.
+async fn not_ready(addr: std::net::SocketAddr) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let deadline = tokio::time::Instant::now() + support::DEADLINE;
+    loop {
+        let answer = async {
+            let mut stream = tokio::net::TcpStream::connect(addr).await?;
+            let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+            stream.write_all(request.as_bytes()).await?;
+            let mut response = String::new();
+            stream.read_to_string(&mut response).await?;
+            Ok::<_, std::io::Error>(response)
+        };
+        match answer.await {
+            Err(_) => return,
+            Ok(response) if response.get(9..12) == Some("503") => return,
+            Ok(_) => {}
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{addr} still ready");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
