@@ -51,20 +51,22 @@ fn proto_frame(kind: &str, object: Bytes) -> Bytes {
 
 /// The Content-Type of a watch stream.
 fn stream_content_type(output: Output) -> &'static str {
-    match output {
-        Output::Protobuf { .. } => crate::proto::WATCH_MEDIA_TYPE,
-        _ => "application/json",
+    if output.is_protobuf() {
+        crate::proto::WATCH_MEDIA_TYPE
+    } else {
+        "application/json"
     }
 }
 
 /// A Status as the object of an ERROR event in the stream's encoding.
 fn status_object(e: &StatusError, output: Output) -> Bytes {
     let v = e.to_json();
-    match output {
-        Output::Protobuf { .. } => crate::proto::encode_object(&v)
+    if output.is_protobuf() {
+        crate::proto::encode_object(&v)
             .map(Bytes::from)
-            .unwrap_or_default(),
-        _ => render::json_bytes(&v),
+            .unwrap_or_default()
+    } else {
+        render::json_bytes(&v)
     }
 }
 
@@ -74,9 +76,10 @@ fn error_stream(
     output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let object = status_object(e, output);
-    let f = match output {
-        Output::Protobuf { .. } => proto_frame("ERROR", object),
-        _ => frame("ERROR", &object),
+    let f = if output.is_protobuf() {
+        proto_frame("ERROR", object)
+    } else {
+        frame("ERROR", &object)
     };
     hyper::Response::builder()
         .status(200)
@@ -297,8 +300,12 @@ impl Watcher {
     /// mapping cannot encode becomes an ERROR event naming the field.
     fn event(&self, kind: &str, obj: &StoredObject) -> Bytes {
         match self.output {
-            Output::Protobuf { .. } => {
-                match crate::proto::encode_object(&render::object_value(&self.info, obj)) {
+            Output::Protobuf { .. } | Output::PartialMetadata { protobuf: true, .. } => {
+                let value = match self.output {
+                    Output::PartialMetadata { .. } => render::partial_metadata(obj.value(), false),
+                    _ => render::object_value(&self.info, obj),
+                };
+                match crate::proto::encode_object(&value) {
                     Ok(b) => proto_frame(kind, Bytes::from(b)),
                     Err(e) => {
                         let status = StatusError::internal(&format!(
@@ -317,7 +324,7 @@ impl Watcher {
             Output::Json | Output::Yaml | Output::Protobuf { .. } => {
                 render::object_json(&self.info, obj)
             }
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
             }
             Output::Table { v1beta1 } => {
@@ -344,14 +351,14 @@ impl Watcher {
         // a bookmark is converted like any object: a PartialObjectMetadata
         // for a metadata-only watch, as kube-apiserver sends it
         let obj = match self.output {
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 json!({"kind": "PartialObjectMetadata", "apiVersion": render::meta_api_version(v1beta1), "metadata": metadata})
             }
             _ => {
                 json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata})
             }
         };
-        if let Output::Protobuf { .. } = self.output {
+        if self.output.is_protobuf() {
             return proto_frame(
                 "BOOKMARK",
                 crate::proto::encode_object(&obj)
@@ -362,11 +369,27 @@ impl Watcher {
         frame("BOOKMARK", &render::json_bytes(&obj))
     }
 
+    /// A frame that does not decode, in the stream's framing.
     fn corrupt(&self) -> Bytes {
+        if self.output.is_protobuf() {
+            // a well-framed WatchEvent whose bytes are not protobuf
+            return Bytes::from_static(&[0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        }
         Bytes::from(format!(
             "{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"{}\",\"apiVersion\":}}\n",
             self.info.kind
         ))
+    }
+
+    /// A well-formed ADDED event whose object is a `Status`.
+    fn foreign(&self) -> Bytes {
+        let status =
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+        if self.output.is_protobuf() {
+            let object = crate::proto::encode_object(&status).unwrap_or_default();
+            return proto_frame("ADDED", Bytes::from(object));
+        }
+        frame("ADDED", &render::json_bytes(&status))
     }
 
     /// The frame this watcher sends for an event, if any.
@@ -418,7 +441,7 @@ impl Watcher {
         if self.state.faults.take_corrupt_frame() {
             buf.put_slice(&self.corrupt());
         } else if self.state.faults.take_foreign_frame() {
-            buf.put_slice(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\"}}\n");
+            buf.put_slice(&self.foreign());
         } else {
             buf.put_slice(&f);
         }
