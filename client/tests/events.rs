@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kcontrol_client::events::{EventType, Recorder};
+use kcontrol_client::events::{EventType, PublishError, Recorder};
 use kcontrol_client::{Client, Config, Kubeconfig, KubeconfigOptions};
 use kcontrol_indexer::Object;
 use kcontrol_testserver::{Failure, FaultScope, TestServer, Verb};
@@ -244,4 +244,71 @@ async fn dropping_a_recorder_with_events_queued_warns_and_flush_leaves_none() {
     drop(r);
     drop(guard);
     assert!(!logs.text().contains("WARN"), "{}", logs.text());
+}
+
+/// An awaited event is on the server when `publish` returns: no flush, no
+/// polling. A transient failure is retried before it returns; the spam
+/// filter and a permanent refusal are errors, not silent drops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_returns_once_the_event_is_written() {
+    let server = TestServer::start().await.unwrap();
+    let recorder = recorder(&server);
+    let cm = configmap("finalized");
+    recorder
+        .publish(&cm, EventType::Normal, "Deleted", "cleaned up")
+        .await
+        .unwrap();
+    let events = events_about(&server, "finalized");
+    assert_eq!(events.len(), 1, "written before publish returned");
+    assert_eq!(events[0]["reason"], "Deleted");
+
+    // buffered and awaited events share one ordered path: the repeat is a patch
+    recorder.event(&cm, EventType::Normal, "Deleted", "cleaned up");
+    recorder
+        .publish(&cm, EventType::Normal, "Deleted", "cleaned up")
+        .await
+        .unwrap();
+    assert_eq!(events_about(&server, "finalized")[0]["count"], 3);
+
+    server.faults().fail_next_matching(
+        1,
+        Failure::InternalError,
+        FaultScope {
+            verb: Some(Verb::Create),
+            resource: Some("events".into()),
+        },
+    );
+    recorder
+        .publish(&configmap("retried"), EventType::Normal, "Synced", "ok")
+        .await
+        .unwrap();
+    assert_eq!(events_about(&server, "retried").len(), 1);
+    assert_eq!(recorder.stats().retried, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publish_reports_what_was_not_written() {
+    let server = TestServer::start().await.unwrap();
+    let recorder = recorder(&server);
+    let mut bad = configmap("x");
+    bad.meta_mut().namespace = Some("Not_A_Namespace".into());
+    let refused = recorder
+        .publish(&bad, EventType::Normal, "Synced", "ok")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, PublishError::Write(e) if e.api_error().is_some()),
+        "{refused:?}"
+    );
+
+    let hot = configmap("hot");
+    for i in 0..25 {
+        recorder.event(&hot, EventType::Warning, &format!("Reason{i}"), "failed");
+    }
+    let filtered = recorder
+        .publish(&hot, EventType::Warning, "OneTooMany", "failed")
+        .await
+        .unwrap_err();
+    assert!(matches!(filtered, PublishError::Filtered), "{filtered:?}");
+    assert_eq!(events_about(&server, "hot").len(), 25);
 }

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::builder::{Controller, ControllerError};
 use crate::health::Health;
 use crate::leader_election::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
+use crate::metrics::SharedRegistry;
 use crate::reconciler::Reconciler;
 use crate::webhook::{WebhookError, WebhookMetrics, WebhookServer};
 
@@ -82,10 +83,13 @@ pub struct Manager {
     client: Client,
     factory: Arc<InformerFactory>,
     health: Health,
+    registry: SharedRegistry,
+    workers: Option<usize>,
     leader_election: Option<LeaderElectionConfig>,
     controllers: Vec<(String, Run)>,
     synced: Vec<Arc<AtomicBool>>,
     health_stop: CancellationToken,
+    health_address: parking_lot::Mutex<Option<SocketAddr>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -102,27 +106,47 @@ impl std::fmt::Debug for Manager {
 
 impl Manager {
     /// A manager on `client`, with an informer factory of its own
-    /// (managedFields stripped) and a [`Health`] without metrics.
+    /// (managedFields stripped) and metrics on: one [`SharedRegistry`],
+    /// served at `/metrics` by [`serve_health`](Self::serve_health), holds
+    /// the client's (`rest_client_*`), the informers' (`reflector_*`,
+    /// `informer_*`), each controller's queue (`workqueue_*`) and
+    /// reconciles (`controller_reconcile_*`), and with leader election
+    /// `leader_election_master_status`.
     pub fn new(client: Client) -> Self {
-        let factory = Arc::new(
-            InformerFactory::builder(client.clone())
-                .strip_managed_fields(true)
-                .build(),
-        );
-        Self::with_factory(client, factory, Health::new())
+        Self::with_scope(client, None)
+    }
+
+    /// [`new`](Self::new), its informers watching only `namespace` when
+    /// one is given.
+    pub fn with_scope(client: Client, namespace: Option<String>) -> Self {
+        let registry = SharedRegistry::new();
+        registry.register_client(&client);
+        let mut factory = InformerFactory::builder(client.clone())
+            .strip_managed_fields(true)
+            .metrics(registry.factory_metrics());
+        if let Some(namespace) = namespace {
+            factory = factory.namespace(namespace);
+        }
+        let health = Health::with_registry(registry);
+        Self::with_factory(client, Arc::new(factory.build()), health)
     }
 
     /// A manager over your factory (its scope, metrics) and health (its
-    /// registry).
+    /// registry, where the controllers' metrics go too; none: they are
+    /// kept but not served).
     pub fn with_factory(client: Client, factory: Arc<InformerFactory>, health: Health) -> Self {
+        let registry = health.registry().cloned().unwrap_or_default();
         Self {
             client,
             factory,
             health,
+            registry,
+            workers: None,
             leader_election: None,
             controllers: Vec::new(),
             synced: Vec::new(),
             health_stop: CancellationToken::new(),
+            health_address: parking_lot::Mutex::new(None),
         }
     }
 
@@ -137,6 +161,26 @@ impl Manager {
         &self.health
     }
 
+    /// The registry every controller's metrics go to; register metrics of
+    /// your own in it to have them served at `/metrics` too.
+    pub fn registry(&self) -> &SharedRegistry {
+        &self.registry
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// How many workers each controller from [`controller`](Self::controller)
+    /// starts with (default 2; a controller's own
+    /// [`workers`](Controller::workers) wins).
+    #[must_use]
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = Some(workers);
+        self
+    }
+
     /// Runs the controllers only while holding this Lease (informers start
     /// when leadership is won).
     #[must_use]
@@ -148,9 +192,14 @@ impl Manager {
     /// A controller of `K` on the manager's client and factory, to
     /// configure and [`add`](Self::add).
     pub fn controller<K: TypedResource + DeserializeOwned>(&self) -> Controller<K> {
-        Controller::new(self.client.clone())
+        let controller = Controller::new(self.client.clone())
             .with_factory(Arc::clone(&self.factory))
             .for_resource::<K>()
+            .registry(self.registry.clone());
+        match self.workers {
+            Some(n) => controller.workers(n),
+            None => controller,
+        }
     }
 
     /// Adds a controller with its reconciler; it runs with the others.
@@ -180,10 +229,19 @@ impl Manager {
     /// # Errors
     /// When `addr` cannot be bound.
     pub async fn serve_health(&self, addr: SocketAddr) -> Result<SocketAddr, ManagerError> {
-        self.health
+        let bound = self
+            .health
             .serve(addr, self.health_stop.clone())
             .await
-            .map_err(|source| ManagerError::Health { addr, source })
+            .map_err(|source| ManagerError::Health { addr, source })?;
+        *self.health_address.lock() = Some(bound);
+        Ok(bound)
+    }
+
+    /// Where [`serve_health`](Self::serve_health) serves (its last call),
+    /// port chosen.
+    pub fn health_address(&self) -> Option<SocketAddr> {
+        *self.health_address.lock()
     }
 
     /// Serves `server`'s webhooks on `addr` (port 0: any) from now until
@@ -226,6 +284,7 @@ impl Manager {
             client,
             factory,
             health,
+            registry,
             leader_election,
             controllers,
             health_stop,
@@ -241,7 +300,7 @@ impl Manager {
         });
         let result = match leader_election {
             None => run_controllers(controllers, shutdown).await,
-            Some(config) => run_leading(client, config, controllers, shutdown).await,
+            Some(config) => run_leading(client, config, &registry, controllers, shutdown).await,
         };
         marker.abort();
         health.shutting_down();
@@ -281,10 +340,12 @@ async fn run_controllers(
 async fn run_leading(
     client: Client,
     config: LeaderElectionConfig,
+    registry: &SharedRegistry,
     controllers: Vec<(String, Run)>,
     shutdown: CancellationToken,
 ) -> Result<(), ManagerError> {
-    let elector = Arc::new(LeaderElector::new(client, config)?);
+    let elector = LeaderElector::new(client, config)?.with_registry(&mut registry.lock());
+    let elector = Arc::new(elector);
     let mut leading = elector.subscribe();
     let elector_stop = CancellationToken::new();
     let election = tokio::spawn({

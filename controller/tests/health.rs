@@ -8,7 +8,8 @@ use support::get;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use kcontrol_controller::health::{Health, SharedRegistry};
+use kcontrol_controller::health::Health;
+use kcontrol_controller::SharedRegistry;
 use kcontrol_informer::SyncedFn;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
@@ -70,7 +71,7 @@ async fn metrics_serves_the_registry_given() {
     let mut registry = Registry::default();
     let counter: Counter = Counter::default();
     registry.register("demo_things", "Things.", counter.clone());
-    let registry: SharedRegistry = Arc::new(parking_lot::Mutex::new(registry));
+    let registry = SharedRegistry::from(registry);
     let health = Health::with_registry(registry);
     let shutdown = CancellationToken::new();
     let addr = health

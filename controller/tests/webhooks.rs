@@ -20,7 +20,7 @@ use kcontrol_controller::webhook::{AdmissionRequest, DevCertificates};
 use kcontrol_indexer::k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use kcontrol_indexer::k8s_openapi::api::core::v1::Namespace;
+use kcontrol_indexer::k8s_openapi::api::core::v1::{Namespace, Service};
 use kube_core::admission::AdmissionResponse;
 use serde_json::{json, Value};
 
@@ -752,4 +752,72 @@ async fn wh10_a_failing_conversion_webhook_fails_reads_lists_and_watches_at_the_
     .await
     .unwrap();
     assert_eq!((status.code(), status.message()), (500, expected.as_str()));
+}
+
+fn service_object(name: &str, cluster_ip: Option<&str>) -> Service {
+    let mut spec = json!({"ports": [{"port": 80}], "selector": {"app": name}});
+    if let Some(ip) = cluster_ip {
+        spec["clusterIP"] = json!(ip);
+    }
+    decode(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}))
+}
+
+fn cluster_ip(s: &Service) -> String {
+    s.spec
+        .as_ref()
+        .and_then(|s| s.cluster_ip.clone())
+        .unwrap_or_default()
+}
+
+/// With webhook configurations in force every write is a dry run that
+/// admission judges and a commit of exactly that object: a Service keeps
+/// the testserver's address management through both (the commit holds the
+/// cluster IP the dry run picked, a dry run holds nothing, an update keeps
+/// the IP, a delete gives it back).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wh11_services_keep_their_cluster_ip_through_admissions_dry_run_and_commit() {
+    let env = widgets::env().await;
+    let api: Api<Service> = Api::namespaced(env.client.clone(), "default");
+    let pp = PostParams::default();
+    let a = api.create(&pp, &service_object("a", None)).await.unwrap();
+    let ip = cluster_ip(&a);
+    assert!(ip.starts_with("10."), "no cluster IP: {a:?}");
+    assert_eq!(cluster_ip(&api.get("a").await.unwrap()), ip);
+    // the commit reserved it: nobody else gets it
+    let err = api
+        .create(&pp, &service_object("b", Some(&ip)))
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(&err).0, 422, "{err}");
+    let mut relabelled = api.get("a").await.unwrap();
+    relabelled
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("tier".into(), "web".into());
+    let updated = api.replace("a", &pp, &relabelled).await.unwrap();
+    assert_eq!(cluster_ip(&updated), ip);
+    // a dry run reserves nothing
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let wanted = "10.96.200.7";
+    let answered = api
+        .create(&dry, &service_object("c", Some(wanted)))
+        .await
+        .unwrap();
+    assert_eq!(cluster_ip(&answered), wanted);
+    let c = api
+        .create(&pp, &service_object("c", Some(wanted)))
+        .await
+        .unwrap();
+    assert_eq!(cluster_ip(&c), wanted);
+    // a delete gives the address back
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    let b = api
+        .create(&pp, &service_object("b", Some(&ip)))
+        .await
+        .unwrap();
+    assert_eq!(cluster_ip(&b), ip);
 }

@@ -66,4 +66,8 @@ impl<K: KubeObject + DeserializeOwned> Source<K> for ReflectorSource<K> {
     fn relist_incomplete(&self) -> bool {
         self.reflector.get().is_some_and(|r| r.relist_incomplete())
     }
+
+    fn last_error(&self) -> Option<String> {
+        self.reflector.get().and_then(|r| r.last_error())
+    }
 }

@@ -51,6 +51,11 @@ pub(crate) trait Source<K: KubeObject>: Send + Sync + 'static {
     fn relist_incomplete(&self) -> bool {
         false
     }
+
+    /// The last list or watch failure since the last successful list.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -114,6 +114,21 @@ impl ReflectorError {
         }
     }
 
+    /// The failure for a person: its message, and for a 404 on a list or
+    /// watch that the API server does not serve the resource (a CRD not
+    /// installed, a kind the server does not have).
+    pub fn describe(&self) -> String {
+        let not_served = match self {
+            Self::List(e) | Self::WatchStart(e) => e.is_not_found(),
+            _ => false,
+        };
+        if not_served {
+            format!("{self} (404: the API server does not serve this resource; is it installed?)")
+        } else {
+            self.to_string()
+        }
+    }
+
     /// Whether the FIFO was closed (the reflector stops).
     pub fn is_fifo_closed(&self) -> bool {
         matches!(self, Self::Fifo(FifoError::Closed))

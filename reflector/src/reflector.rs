@@ -54,6 +54,8 @@ pub(crate) struct SyncState {
     /// What ended the last watch, or made it fail to start (the next
     /// watch's restart cause).
     pub(crate) watch_end_cause: Option<RestartCause>,
+    /// The last list or watch failure, described, until a list succeeds.
+    pub(crate) last_error: Option<String>,
 }
 
 /// Whether resourceVersion `a` is newer than `b`. Versions are opaque to
@@ -194,6 +196,14 @@ where
     /// `None` before the first sync.
     pub fn last_sync_resource_version(&self) -> Option<String> {
         self.state.lock().last_sync_rv.clone()
+    }
+
+    /// The last list or watch failure since the last successful list (or
+    /// WatchList sync), described for a person: `None` while healthy. A
+    /// resource the server does not serve (404) says so, which is what a
+    /// cache that never syncs usually means (a CRD not installed).
+    pub fn last_error(&self) -> Option<String> {
+        self.state.lock().last_error.clone()
     }
 
     /// The reflector's name.
@@ -364,6 +374,7 @@ where
             let mut state = self.state.lock();
             state.last_rv_unavailable = false;
             state.synced_once = true;
+            state.last_error = None;
             state.delivered_floor.take().is_some()
         };
         if was_incomplete {
@@ -428,6 +439,7 @@ where
     /// of failures that end a ListAndWatch iteration.
     pub(crate) fn note_retry(&self, error: &ReflectorError) {
         self.metrics.failure();
+        self.state.lock().last_error = Some(error.describe());
         tracing::debug!(reflector = %self.config.name, %error, "retrying");
     }
 
@@ -435,6 +447,7 @@ where
     /// handler, the log and the metrics.
     pub(crate) fn report(&self, error: &ReflectorError) {
         self.metrics.failure();
+        self.state.lock().last_error = Some(error.describe());
         if error.is_expired() {
             tracing::debug!(reflector = %self.config.name, %error, "resourceVersion expired");
         } else {

@@ -4,13 +4,10 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::error::ErrorKind;
 use clap::Parser;
 use kcontrol_client::Client;
-use parking_lot::Mutex;
-use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{client_config, Args, CliError};
@@ -129,8 +126,8 @@ pub(crate) async fn metrics(
     let Some(addr) = args.metrics_addr else {
         return Ok(None);
     };
-    let registry: SharedRegistry = Arc::new(Mutex::new(Registry::default()));
-    let health = Health::with_registry(Arc::clone(&registry));
+    let registry = SharedRegistry::new();
+    let health = Health::with_registry(registry.clone());
     let bound = health
         .serve(addr, stop.clone())
         .await

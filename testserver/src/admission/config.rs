@@ -9,7 +9,7 @@
 //! kube's order (configurations by name, webhooks as listed).
 
 use crate::meta;
-use crate::resource::{Behavior, ResourceInfo};
+use crate::resource::ResourceInfo;
 use crate::rest::Core;
 use crate::status::{FieldError, GroupResource};
 use base64::Engine;
@@ -28,43 +28,33 @@ pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations";
 const VALIDATING: &str = "validatingwebhookconfigurations";
 
-fn info(resource: &str, kind: &str) -> ResourceInfo {
-    ResourceInfo {
-        group: GROUP.into(),
-        version: "v1".into(),
-        resource: resource.into(),
-        singular: kind.to_ascii_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        namespaced: false,
-        short_names: Vec::new(),
-        categories: vec!["api-extensions".into()],
-        status_subresource: false,
-        tracks_generation: true,
-        allow_create_on_update: false,
-        return_deleted_object: false,
-        storage_version: "v1".into(),
-        schema: None,
-        validate_schema: false,
-        printer_columns: vec![crate::resource::PrinterColumn {
-            name: "Webhooks".into(),
-            type_: "integer".into(),
-            json_path: "!webhookcount".into(),
-            description: "Number of webhooks".into(),
-            priority: 0,
-        }],
-        selectable_fields: Vec::new(),
-        behavior: Behavior::Plain,
-        openapi_name: format!("io.k8s.api.admissionregistration.v1.{kind}"),
-        crd_name: None,
-    }
+/// A configuration resource of k8s-openapi type `K` (its OpenAPI schema
+/// served, and its list and map semantics used by apply and strategic
+/// merge patches), with kube-apiserver's category, generation and column.
+fn info<K>() -> ResourceInfo
+where
+    K: kcontrol_indexer::k8s_openapi::ListableResource
+        + kcontrol_indexer::k8s_openapi::schemars::JsonSchema,
+    K::Scope: kcontrol_indexer::Scope,
+{
+    let mut info = ResourceInfo::of::<K>();
+    info.categories = vec!["api-extensions".into()];
+    info.tracks_generation = true;
+    info.printer_columns = vec![crate::resource::PrinterColumn {
+        name: "Webhooks".into(),
+        type_: "integer".into(),
+        json_path: "!webhookcount".into(),
+        description: "Number of webhooks".into(),
+        priority: 0,
+    }];
+    info
 }
 
 /// The two resources, registered at start.
 pub(crate) fn resources() -> Vec<ResourceInfo> {
     vec![
-        info(MUTATING, "MutatingWebhookConfiguration"),
-        info(VALIDATING, "ValidatingWebhookConfiguration"),
+        info::<MutatingWebhookConfiguration>(),
+        info::<ValidatingWebhookConfiguration>(),
     ]
 }
 
@@ -445,7 +435,7 @@ mod tests {
     use super::*;
 
     fn config(hook: Value) -> (ResourceInfo, Value) {
-        let info = info(VALIDATING, "ValidatingWebhookConfiguration");
+        let info = info::<ValidatingWebhookConfiguration>();
         let mut obj = json!({"metadata": {"name": "c"}, "webhooks": [hook]});
         default_configuration(&info, &mut obj);
         (info, obj)

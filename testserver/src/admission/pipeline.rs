@@ -47,7 +47,7 @@ fn storage_info(
     webhook: bool,
 ) -> Result<Arc<ResourceInfo>, StatusError> {
     if info.behavior == Behavior::EventsV1 {
-        return Ok(Arc::new(crate::builtin::events()));
+        return Ok(crate::builtin::events());
     }
     if !webhook {
         return Ok(Arc::clone(info));

@@ -1,6 +1,6 @@
-//! The admin endpoint (`/__admin/...`): fault injection, counters and the
-//! request log over HTTP, for tests that drive the server from another
-//! process (the binary, the Python client).
+//! The admin endpoint (`/__admin/...`): fault injection, counters, the
+//! request log and adding Nodes over HTTP, for tests that drive the server
+//! from another process (the binary, the Python client).
 
 use super::body::{full, ResponseBody};
 use super::request::Verb;
@@ -190,6 +190,14 @@ pub(crate) fn handle(
         ("reset", true) => {
             f.reset();
             Ok(ok(json!({"reset": true})))
+        }
+        ("nodes", true) => {
+            let name = q
+                .get("name")
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| StatusError::bad_request("query parameter \"name\" is required"))?;
+            let node = crate::controllers::nodes::add_node(&state.core, name)?;
+            Ok(ok(node.value().clone()))
         }
         ("deployment-simulator", true) => {
             let delay = if q.get("enabled").is_some_and(|e| e == "false") {

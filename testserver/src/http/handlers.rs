@@ -9,7 +9,7 @@ use super::{list, watch, State};
 use crate::admission::Change;
 use crate::flow_control::Seat;
 use crate::patch::PatchType;
-use crate::resource::{Behavior, ResourceInfo};
+use crate::resource::ResourceInfo;
 use crate::rest::{
     DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
     WriteResult,
@@ -150,7 +150,7 @@ pub(crate) async fn resource(
     if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
         return Err(StatusError::route_not_found());
     }
-    if req.subresource.as_deref() == Some("scale") && info.behavior == Behavior::Deployment {
+    if req.subresource.as_deref() == Some("scale") && info.scale.is_some() {
         return scale(state, &info, req, parts, body, q).await;
     }
     let sub = match req.subresource.as_deref() {
@@ -244,7 +244,7 @@ pub(crate) async fn resource(
     }
 }
 
-/// The `scale` subresource of a Deployment.
+/// The `scale` subresource.
 async fn scale(
     state: &Arc<State>,
     info: &ResourceInfo,

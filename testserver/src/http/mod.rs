@@ -11,6 +11,7 @@ pub(crate) mod list;
 pub(crate) mod negotiate;
 pub(crate) mod openapi;
 pub(crate) mod openapi_schemas;
+mod printers;
 pub(crate) mod render;
 pub mod request;
 pub(crate) mod table;

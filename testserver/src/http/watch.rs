@@ -20,7 +20,7 @@ use crate::status::{FieldError, StatusError};
 use crate::store::{Event, EventType, ResourceStore, StoredObject};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -342,8 +342,9 @@ impl Watcher {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let mut metadata =
-            json!({"resourceVersion": rv.to_string(), "creationTimestamp": Value::Null});
+        // only the resourceVersion (and the annotation): kube-apiserver
+        // omits a zero creationTimestamp since 1.33
+        let mut metadata = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }

@@ -19,7 +19,7 @@ fn kubectl_path() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-struct Kubectl {
+pub(crate) struct Kubectl {
     bin: PathBuf,
     home: tempfile::TempDir,
     kubeconfig: PathBuf,
@@ -29,7 +29,7 @@ impl Kubectl {
     /// A TLS testserver and a kubectl with its own home and kubeconfig for
     /// it; `None` (with one printed line naming `what` was skipped) when no
     /// kubectl is on PATH.
-    async fn against_a_new_server(what: &str) -> Option<(TestServer, Kubectl)> {
+    pub(crate) async fn against_a_new_server(what: &str) -> Option<(TestServer, Kubectl)> {
         let Some(bin) = kubectl_path() else {
             println!("kubectl not found on PATH: {what} skipped");
             return None;
@@ -48,7 +48,7 @@ impl Kubectl {
         ))
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
         c.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
@@ -61,7 +61,7 @@ impl Kubectl {
     }
 
     /// Runs kubectl with a bounded wait; returns (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
         let mut child = self.cmd(args).spawn().expect("kubectl starts");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -90,13 +90,13 @@ impl Kubectl {
         }
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);
         assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
         out
     }
 
-    fn file(&self, name: &str, content: &str) -> String {
+    pub(crate) fn file(&self, name: &str, content: &str) -> String {
         let p = self.home.path().join(name);
         std::fs::write(&p, content).unwrap();
         p.to_string_lossy().into_owned()
