@@ -99,6 +99,7 @@ fn in2_handlers_joining_during_churn_lose_and_repeat_nothing() {
         let r = Recorder::new();
         let reg = h.informer.add_event_handler(Arc::clone(&r)).unwrap();
         late.push((r, reg));
+        // staggers the joins over the feed (interleaving, not a wait)
         std::thread::sleep(Duration::from_millis(2));
     }
     feeder.join().unwrap();

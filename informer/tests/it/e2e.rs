@@ -233,6 +233,7 @@ async fn in2_a_late_handler_gets_the_store_then_live_events_while_the_server_chu
         let r = Recorder::new();
         let reg = informer.add_event_handler(Arc::clone(&r)).unwrap();
         late.push((r, reg));
+        // staggers the joins over the churn (interleaving, not a wait)
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
     bounded(churn).await.unwrap();

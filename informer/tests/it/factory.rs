@@ -127,6 +127,8 @@ async fn in6_wait_reports_each_informer_and_ends_on_timeout_or_shutdown() {
     // the caller's shutdown ends the wait, and the informers
     let cancel = shutdown.clone();
     tokio::spawn(async move {
+        // shapes the interleaving; a shutdown before or during the wait
+        // ends it the same way
         tokio::time::sleep(Duration::from_millis(50)).await;
         cancel.cancel();
     });

@@ -106,6 +106,9 @@ async fn garbage_collection_follows_the_propagation_policy() {
         })
         .await
     );
+    // An absence cannot be waited for: the owner is checked after a short
+    // window. A slow collector can only make this pass, never fail wrongly;
+    // the deletion that must not happen yet is proven to come below.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         c.get(&format!("{CMS}/owner3")).await.status,
@@ -227,6 +230,9 @@ async fn the_deployment_simulator_reports_rollouts() {
         r#"{"spec":{"replicas":1}}"#,
     )
     .await;
+    // An absence cannot be waited for: with the simulator off nothing may
+    // update the status, checked after a short window (a slow server can
+    // only make this pass, never fail wrongly).
     tokio::time::sleep(Duration::from_millis(200)).await;
     let d = c.get(&format!("{path}/web")).await.json();
     assert_eq!(

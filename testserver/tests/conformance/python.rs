@@ -34,7 +34,12 @@ listed = core.list_namespaced_config_map(ns)
 rv = listed.metadata.resource_version
 
 def later():
-    time.sleep(0.3)
+    # write once the watch below is open (the server counts it), so its
+    # events come live rather than from the history; bounded
+    deadline = time.monotonic() + 30
+    while core.api_client.call_api("/__admin/counters", "GET", response_type="object", _return_http_data_only=True)["activeWatches"] < 1:
+        assert time.monotonic() < deadline, "the watch never opened"
+        time.sleep(0.01)
     core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-late")))
     core.delete_namespaced_config_map("py-0", ns)
 threading.Thread(target=later).start()
