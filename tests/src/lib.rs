@@ -219,24 +219,7 @@ where
     }
 }
 
-/// Polls `probe` every 50 ms until it returns `Some`, and returns that; panics
-/// naming `what` after `timeout`.
-pub async fn eventually<T, F, Fut>(what: impl Display, timeout: Duration, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use kcontrol_testserver::{eventually, eventually_within};
 
 /// A controller running in-process, watching the test's namespace only.
 pub struct RunningController {
@@ -275,7 +258,7 @@ impl RunningController {
             tokio::spawn(async move { controller.run(shutdown).await })
         };
         let running = Arc::clone(&controller);
-        eventually(
+        eventually_within(
             "the controller's caches to sync",
             env.patience(Duration::from_secs(30)),
             || {

@@ -24,7 +24,7 @@ async fn force_relist(server: &kcontrol_testserver::TestServer, h: &Harness) {
     let lists_before = requests(server, Verb::List).len();
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    wait_for("a relist", DEADLINE, || {
+    eventually_within("a relist", DEADLINE, async || {
         requests(server, Verb::List).len() > lists_before
     })
     .await;
@@ -232,7 +232,7 @@ async fn rf9_objects_reach_the_fifo_while_the_list_is_still_arriving() {
     // the server holds back the rest of the body: objects of the first
     // 64 KiB are already in the FIFO, popped and stored
     let store = h.store.clone();
-    wait_for("objects before the end of the list", DEADLINE, || {
+    eventually_within("objects before the end of the list", DEADLINE, async || {
         !store.list_keys().is_empty()
     })
     .await;
@@ -270,7 +270,7 @@ async fn rf9_a_relist_broken_off_mid_body_deletes_nothing() {
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     let errors = h.errors.clone();
-    wait_for("broken relists", DEADLINE, || {
+    eventually_within("broken relists", DEADLINE, async || {
         errors
             .lock()
             .unwrap()

@@ -1,8 +1,9 @@
 //! Fault injection through the library handle and the admin endpoint;
 //! the request log and counters.
 
-use crate::client::{eventually, Client, Line, WAIT};
+use crate::client::{Client, Line, WAIT};
 use crate::{cm, server};
+use kcontrol_testserver::eventually;
 use kcontrol_testserver::{Failure, FaultScope, Flapping, Restart, Verb};
 use serde_json::json;
 use std::time::Duration;
@@ -31,11 +32,10 @@ async fn closing_and_limiting_watches() {
         .await;
     // a watch counts as open before its response headers are sent, so both
     // are counted by now; polled all the same, the count is what matters
-    assert!(
-        eventually(|| async { s.counters().active_watches == 2 }).await,
-        "both watches registered (active_watches {})",
-        s.counters().active_watches
-    );
+    eventually("both watches registered", async || {
+        s.counters().active_watches == 2
+    })
+    .await;
     s.faults().close_all_watches();
     assert!(w1.ends_within(WAIT).await);
     assert!(w2.ends_within(WAIT).await);
@@ -204,10 +204,10 @@ async fn the_admin_endpoint_drives_the_same_faults() {
     let mut w = c
         .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
         .await;
-    assert!(
-        eventually(|| async { s.counters().active_watches == 1 }).await,
-        "the watch registered before close-watches"
-    );
+    eventually("the watch registered before close-watches", || async {
+        s.counters().active_watches == 1
+    })
+    .await;
     post("close-watches").await;
     assert!(w.ends_within(WAIT).await);
     c.post(CMS, &cm("b", json!({}))).await;
@@ -275,10 +275,10 @@ async fn a_watcher_left_behind_the_window_is_closed() {
         .await;
     // its start version is fixed when the watch registers: from then on the
     // evictions below leave it behind whether or not its task ran yet
-    assert!(
-        eventually(|| async { s.counters().active_watches == 1 }).await,
-        "the watch registered before the writes"
-    );
+    eventually("the watch registered before the writes", || async {
+        s.counters().active_watches == 1
+    })
+    .await;
     s.faults().pause_watches();
     for i in 0..10 {
         c.post(CMS, &cm(&format!("n{i}"), json!({}))).await;
@@ -462,10 +462,10 @@ async fn flapping_restarts_the_server_again_and_again() {
         "the first restart cuts the watch"
     );
     let addr = s.addr();
-    assert!(
-        eventually(|| async move { tokio::net::TcpStream::connect(addr).await.is_err() }).await,
-        "the port refuses connections while down"
-    );
+    eventually("the port refuses connections while down", || async move {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
     tokio::time::timeout(WAIT, flapping).await.unwrap().unwrap();
     assert_eq!(s.faults().restarts(), 3);
     assert_eq!(c.get(CMS).await.status, 200, "up after the last one");
