@@ -9,9 +9,7 @@ mod example;
 
 mod support;
 
-use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use kcontrol_testserver::{wait_with_output_within, TestServer};
 use tokio_util::sync::CancellationToken;

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use support::{eventually, DEADLINE};
+use support::eventually;
 
 fn tls_client(ca_pem: &str) -> tokio_rustls::TlsConnector {
     let mut roots = rustls::RootCertStore::empty();

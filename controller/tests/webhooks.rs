@@ -10,9 +10,7 @@
 mod support;
 mod widgets;
 
-use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kcontrol_client::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};

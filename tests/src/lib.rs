@@ -1,12 +1,12 @@
 //! Support for kcontrol's end-to-end tests (`tests/*.rs`): where a test
 //! runs ([`Env`]: an in-process kcontrol-testserver, and a real cluster
 //! when `KCONTROL_E2E_KUBECONFIG` names a kubeconfig), bounded waiting
-//! ([`eventually`]), and reads through the API that work on both.
+//! ([`eventually_within`], the testserver's, re-exported), and reads
+//! through the API that work on both.
 //!
 //! This is test code: a wait that times out panics with what it waited for.
 #![allow(clippy::panic)]
 
-use std::fmt::Display;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;

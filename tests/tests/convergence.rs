@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::{ListParams, PostParams};
-use kcontrol_e2e::{eventually, Env, RunningController};
+use kcontrol_e2e::{eventually_within, Env, RunningController};
 use kcontrol_indexer::Object;
 use kcontrol_testserver::{Failure, FaultScope, Verb};
 use sample_controller::deployment::is_converged;

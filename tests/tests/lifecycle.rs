@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::{DeleteParams, PostParams};
-use kcontrol_e2e::{eventually, on_each_target, Env, RunningController};
+use kcontrol_e2e::{eventually_within, on_each_target, Env, RunningController};
 use kcontrol_indexer::Object;
 use kcontrol_testserver::{Failure, FaultScope, Verb};
 use sample_controller::deployment::{available_replicas, new_deployment, spec_replicas};

@@ -22,6 +22,7 @@ pub async fn server() -> (TestServer, Client) {
     (server, client)
 }
 
+#[allow(unused_imports)] // each test file uses some of the shared module
 pub use kcontrol_testserver::{eventually, try_eventually};
 
 /// The next message of `rx`, within [`DEADLINE`].

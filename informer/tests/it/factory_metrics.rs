@@ -2,8 +2,6 @@
 //! the registry given to `InformerFactoryBuilder::registry` (feature
 //! `prometheus`): lists, watch events and cache sizes per informer.
 
-use std::time::Duration;
-
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_informer::{InformerFactory, ResourceEventHandlerFuncs};
 use prometheus_client::registry::Registry;

@@ -16,7 +16,9 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{bounded, client, eventually, namespaces, server, server_view};
+use crate::support::{
+    bounded, client, eventually, namespaces, server, server_view, try_eventually,
+};
 
 lean_resource! {
     /// Only the names, labels and `data` of ConfigMaps.

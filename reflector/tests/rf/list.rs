@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use kcontrol_client::Api;
 use kcontrol_deltafifo::DeltaType;
