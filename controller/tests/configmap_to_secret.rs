@@ -43,7 +43,7 @@ async fn owned_secret_changes_and_deletions_retrigger_the_owner() {
     let controller = example::controller(client);
     let stats = controller.stats();
     let run = tokio::spawn(controller.run(example::reconcile, shutdown.clone()));
-    eventually("the Secret is created", || {
+    eventually("the Secret is created", async || {
         example::converged(&server, &["app"])
     })
     .await;
@@ -64,7 +64,7 @@ async fn owned_secret_changes_and_deletions_retrigger_the_owner() {
         .objects()
         .update("secrets", "default", tampered)
         .unwrap();
-    eventually("the data is restored", || {
+    eventually("the data is restored", async || {
         secret(&server).is_some_and(|s| {
             s.metadata.resource_version != first.metadata.resource_version
                 && example::converged(&server, &["app"])
@@ -78,7 +78,7 @@ async fn owned_secret_changes_and_deletions_retrigger_the_owner() {
         .objects()
         .delete("secrets", "default", "app")
         .unwrap();
-    eventually("the Secret is re-created", || {
+    eventually("the Secret is re-created", async || {
         secret(&server).is_some_and(|s| s.metadata.uid != first.metadata.uid)
             && example::converged(&server, &["app"])
     })

@@ -125,7 +125,10 @@ async fn ct5_ct10_predicates_filter_updates_and_deleted_objects_are_skipped() {
     create_cm(&server, "default", "sentinel-2", json!({}));
     assert_eq!(next(&mut rx).await, "default/sentinel-2");
     // 4 reconciles, and the skipped key counted as a success
-    eventually("the skipped key is counted", || stats.successes() == 5).await;
+    eventually("the skipped key is counted", async || {
+        stats.successes() == 5
+    })
+    .await;
     shutdown.cancel();
     run.await.unwrap().unwrap();
     assert!(rx.try_recv().is_err());
@@ -202,7 +205,7 @@ async fn ct11_the_error_policy_chooses_the_backoff_and_panics_are_contained() {
             .map(|n| ("flaky".to_owned(), format!("attempt {n} failed")))
             .collect::<Vec<_>>()
     );
-    eventually("counters", || {
+    eventually("counters", async || {
         stats.errors() == 3 && stats.panics() == 1 && stats.successes() == 2
     })
     .await;

@@ -113,7 +113,7 @@ async fn ct18_a_lagging_cache_is_waited_for_instead_of_creating_twice() {
         .delete("app", &DeleteParams::default())
         .await
         .unwrap();
-    eventually("the deleted owner's expectations to go", || {
+    eventually("the deleted owner's expectations to go", async || {
         expectations.pending("default/app").is_none()
     })
     .await;

@@ -173,7 +173,10 @@ async fn ct14_added_on_first_reconcile_then_cleanup_removes_it_and_the_object_go
         next(&mut rx).await,
         Seen::Cleanup("a".into(), 1, live(&[OURS]))
     );
-    eventually("the object is removed", || get_cm(&server, "a").is_none()).await;
+    eventually("the object is removed", async || {
+        get_cm(&server, "a").is_none()
+    })
+    .await;
     shutdown.cancel();
     run.await.unwrap().unwrap();
     // the removal's delete event finds no object: not reconciled (CT10)
@@ -215,7 +218,10 @@ async fn ct14_a_failing_cleanup_is_retried_and_the_object_stays_until_it_succeed
             .map(|n| ("a".to_owned(), n, live(&[OURS])))
             .collect::<Vec<_>>()
     );
-    eventually("the object is removed", || get_cm(&server, "a").is_none()).await;
+    eventually("the object is removed", async || {
+        get_cm(&server, "a").is_none()
+    })
+    .await;
     assert_eq!(stats.errors(), 3);
     shutdown.cancel();
     run.await.unwrap().unwrap();
@@ -254,7 +260,10 @@ async fn ct14_a_foreign_finalizer_is_kept() {
     assert_eq!(next(&mut rx).await, reconcile("sentinel", false, &[]));
     // the other controller finishes: the object goes
     set_finalizers(&server, "a", &[]);
-    eventually("the object is removed", || get_cm(&server, "a").is_none()).await;
+    eventually("the object is removed", async || {
+        get_cm(&server, "a").is_none()
+    })
+    .await;
     shutdown.cancel();
     run.await.unwrap().unwrap();
     server.shutdown().await;

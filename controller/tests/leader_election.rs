@@ -14,7 +14,7 @@ use kcontrol_client::{Api, Client, Config, Kubeconfig, KubeconfigOptions, PostPa
 use kcontrol_controller::leader_election::{
     LeaderElectionConfig, LeaderElectionError, LeaderElector,
 };
-use kcontrol_testserver::{Failure, FaultScope, TestServer, Verb};
+use kcontrol_testserver::{eventually_within, Failure, FaultScope, TestServer, Verb};
 use prometheus_client::registry::Registry;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -154,14 +154,12 @@ async fn one_leader_at_a_time_and_a_release_hands_over_within_two_retry_periods(
 
     // a stays leader through several renewals while b keeps trying
     let renewed = lease(&server).await.spec.unwrap().renew_time.unwrap();
-    loop {
+    let now = eventually_within("a renewal of the lease", SAFETY, async || {
         let now = lease(&server).await.spec.unwrap();
-        if now.renew_time.as_ref() != Some(&renewed) {
-            assert_eq!(now.holder_identity.as_deref(), Some("a"));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        (now.renew_time.as_ref() != Some(&renewed)).then_some(now)
+    })
+    .await;
+    assert_eq!(now.holder_identity.as_deref(), Some("a"));
     assert!(!b.is_leader());
 
     // graceful shutdown of a: it releases the lease, b takes it over at once
@@ -192,16 +190,12 @@ async fn one_leader_at_a_time_and_a_release_hands_over_within_two_retry_periods(
     stop_b.cancel();
     run_b.await.unwrap().unwrap();
     // b released: m acquires
-    let deadline = Instant::now() + SAFETY;
-    loop {
+    eventually_within("m to lead", SAFETY, async || {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        if text.contains("leader_election_master_status{name=\"demo-lock\"} 1") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "m never led: {text}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        text.contains("leader_election_master_status{name=\"demo-lock\"} 1")
+    })
+    .await;
     stop_m.cancel();
     run_m.await.unwrap().unwrap();
     server.shutdown().await;
@@ -293,8 +287,7 @@ async fn a_renewal_that_meets_a_conflict_is_retried_at_once() {
         .await
         .unwrap();
 
-    let deadline = Instant::now() + SAFETY;
-    let lease_requests = loop {
+    let lease_requests = eventually_within("a renewal after a 409", SAFETY, async || {
         let log: Vec<_> = server
             .request_log()
             .into_iter()
@@ -307,17 +300,13 @@ async fn a_renewal_that_meets_a_conflict_is_retried_at_once() {
         let conflict = log
             .iter()
             .position(|(v, s)| *v == Some(Verb::Update) && *s == 409);
-        if let Some(i) = conflict {
-            if log[i + 1..]
-                .iter()
-                .any(|(v, s)| *v == Some(Verb::Update) && *s == 200)
-            {
-                break log[i..].to_vec();
-            }
-        }
-        assert!(Instant::now() < deadline, "no renewal after a 409: {log:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+        let i = conflict?;
+        let renewed = log[i + 1..]
+            .iter()
+            .any(|(v, s)| *v == Some(Verb::Update) && *s == 200);
+        renewed.then(|| log[i..].to_vec())
+    })
+    .await;
     // retried at once: read, then write, with no renewal period between
     assert_eq!(
         &lease_requests[..3],

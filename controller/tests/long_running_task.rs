@@ -57,11 +57,11 @@ async fn one_worker_keeps_every_task_in_progress_at_once() {
     let shutdown = CancellationToken::new();
     let controller = Controller::new(client).for_resource::<Task>().workers(1);
     let run = tokio::spawn(controller.run(Tasks::default(), shutdown.clone()));
-    eventually("all three in progress together", || {
+    eventually("all three in progress together", async || {
         example::phases(&server, &names) == ["InProgress"; 3]
     })
     .await;
-    eventually("all three completed", || {
+    eventually("all three completed", async || {
         example::phases(&server, &names) == ["Completed"; 3]
     })
     .await;

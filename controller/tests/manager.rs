@@ -96,7 +96,7 @@ async fn ct17_controllers_share_one_factory_one_health_server_and_one_shutdown()
         .unwrap()
         .unwrap()
         .unwrap();
-    eventually("the health server closed", || {
+    eventually("the health server closed", async || {
         std::net::TcpStream::connect(addr).is_err()
     })
     .await;
@@ -148,7 +148,7 @@ async fn ct17_only_the_leader_reconciles_and_a_successor_takes_over() {
         (tokio::spawn(manager.run(shutdown.clone())), shutdown)
     };
     let (first_run, first_stop) = start("first");
-    eventually("first to lead", || {
+    eventually("first to lead", async || {
         holder(&server).as_deref() == Some("first")
     })
     .await;

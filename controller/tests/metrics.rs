@@ -16,7 +16,7 @@ use kcontrol_controller::{Action, Context, Controller, ControllerError, Manager,
 use kcontrol_workqueue::ItemExponentialFailureRateLimiter;
 use tokio_util::sync::CancellationToken;
 
-use support::{eventually, get, wait_for_status};
+use support::{eventually, get, try_eventually, wait_for_status};
 
 /// The families every controller exports, for `name`.
 fn families(name: &str) -> Vec<String> {
@@ -68,20 +68,19 @@ async fn ct22_a_manager_serves_every_family_without_metrics_code() {
     let shutdown = CancellationToken::new();
     let run = tokio::spawn(manager.run(shutdown.clone()));
     wait_for_status(addr, "/readyz", 200).await;
-    let deadline = tokio::time::Instant::now() + support::DEADLINE;
-    loop {
+    let mut last = String::new();
+    let every_family = try_eventually("every family in /metrics", async || {
         let (code, text) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
-        let missing = missing(&text, "cms");
-        if missing.is_empty() {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "missing {missing:?} in\n{text}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+        last = text;
+        missing(&last, "cms").is_empty()
+    })
+    .await;
+    assert!(
+        every_family.is_ok(),
+        "missing {:?} in\n{last}",
+        missing(&last, "cms")
+    );
     shutdown.cancel();
     run.await.unwrap().unwrap();
     server.shutdown().await;
@@ -106,7 +105,7 @@ async fn ct22_a_standalone_controller_fills_a_registry_and_serves_it() {
     let mut cm = ConfigMap::default();
     cm.metadata.name = Some("b".into());
     api.create(&PostParams::default(), &cm).await.unwrap();
-    eventually("every family in the registry", || {
+    eventually("every family in the registry", async || {
         missing(&registry.encode().unwrap(), "standalone").is_empty()
     })
     .await;
@@ -149,11 +148,10 @@ async fn ct22_a_standalone_controller_fills_a_registry_and_serves_it() {
 /// Waits until `addr` accepts connections (the controller binds it once it
 /// runs) and answers `/readyz` with 200.
 async fn serving(addr: std::net::SocketAddr) {
-    let deadline = tokio::time::Instant::now() + support::DEADLINE;
-    while tokio::net::TcpStream::connect(addr).await.is_err() {
-        assert!(tokio::time::Instant::now() < deadline, "{addr} never bound");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    eventually(format!("{addr} to be bound"), async || {
+        tokio::net::TcpStream::connect(addr).await.is_ok()
+    })
+    .await;
     wait_for_status(addr, "/readyz", 200).await;
 }
 
@@ -161,8 +159,7 @@ async fn serving(addr: std::net::SocketAddr) {
 /// no longer answers.
 async fn not_ready(addr: std::net::SocketAddr) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let deadline = tokio::time::Instant::now() + support::DEADLINE;
-    loop {
+    eventually(format!("{addr} to stop answering ready"), async || {
         let answer = async {
             let mut stream = tokio::net::TcpStream::connect(addr).await?;
             let request = "GET /readyz HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
@@ -172,11 +169,9 @@ async fn not_ready(addr: std::net::SocketAddr) {
             Ok::<_, std::io::Error>(response)
         };
         match answer.await {
-            Err(_) => return,
-            Ok(response) if response.get(9..12) == Some("503") => return,
-            Ok(_) => {}
+            Err(_) => true, // the server stopped
+            Ok(response) => response.get(9..12) == Some("503"),
         }
-        assert!(tokio::time::Instant::now() < deadline, "{addr} still ready");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }

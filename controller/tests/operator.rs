@@ -86,28 +86,15 @@ fn reconciles(metrics: &str) -> u64 {
 
 /// Waits until more than `seen` reconciles succeeded.
 async fn wait_for_reconcile(addr: SocketAddr, seen: u64) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let text = scrape(addr).await;
-        if reconciles(&text) > seen {
-            return;
-        }
-        let counts: Vec<&str> = text
-            .lines()
-            .filter(|l| l.starts_with("controller_reconcile_total"))
-            .collect();
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no reconcile after {seen}: {counts:#?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    eventually(format!("a reconcile after {seen}"), async || {
+        reconciles(&scrape(addr).await) > seen
+    })
+    .await;
 }
 
 /// Waits until the operator's queue is empty and no reconcile runs.
 async fn wait_until_idle(addr: SocketAddr) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    eventually("an empty queue and no reconcile running", async || {
         let text = scrape(addr).await;
         let depth = sample_sum(&text, "workqueue_depth", &[&format!("name=\"{NAME}\"")]);
         let active = sample_sum(
@@ -115,15 +102,9 @@ async fn wait_until_idle(addr: SocketAddr) {
             "controller_active_workers",
             &[&format!("controller=\"{NAME}\"")],
         );
-        if depth == 0 && active == 0 {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never idle: depth {depth}, active {active}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+        depth == 0 && active == 0
+    })
+    .await;
 }
 
 async fn scrape(addr: SocketAddr) -> String {
@@ -172,7 +153,7 @@ async fn the_operator_drives_a_webapp_through_its_whole_life() {
     api.create(&PostParams::default(), &WebApp::new("web", spec))
         .await
         .unwrap();
-    eventually("web ready", || {
+    eventually("web ready", async || {
         webapp(&server, "web").is_some_and(|a| example::is_ready(&a))
     })
     .await;
@@ -231,7 +212,7 @@ async fn the_operator_drives_a_webapp_through_its_whole_life() {
     api.patch("web", &PatchParams::default(), &Patch::Merge(&edit))
         .await
         .unwrap();
-    eventually("the edit applied and ready", || {
+    eventually("the edit applied and ready", async || {
         let app = webapp(&server, "web").unwrap();
         let d: Option<Deployment> = server.objects().get_as("default", "web").unwrap();
         let replicas = d.and_then(|d| d.spec?.replicas);
@@ -250,7 +231,7 @@ async fn the_operator_drives_a_webapp_through_its_whole_life() {
         .objects()
         .delete("services", "default", "web")
         .unwrap();
-    eventually("the Service re-created", || {
+    eventually("the Service re-created", async || {
         uid_of::<Service>(&server, "web").is_some_and(|uid| uid != old_uid)
     })
     .await;
@@ -258,7 +239,7 @@ async fn the_operator_drives_a_webapp_through_its_whole_life() {
     // delete the WebApp: the finalizer records its Event, then it goes,
     // and its children with it
     api.delete("web", &DeleteParams::default()).await.unwrap();
-    eventually("web gone", || webapp(&server, "web").is_none()).await;
+    eventually("web gone", async || webapp(&server, "web").is_none()).await;
     let events = server.objects().list("events", Some("default")).unwrap();
     let deleting = events
         .items
@@ -267,7 +248,7 @@ async fn the_operator_drives_a_webapp_through_its_whole_life() {
         .find(|e| e["reason"] == "Deleting" && e["involvedObject"]["kind"] == "WebApp");
     let deleting = deleting.expect("the finalizer's Event, written before the WebApp went");
     assert_eq!(deleting["source"]["component"], NAME);
-    eventually("children garbage collected", || {
+    eventually("children garbage collected", async || {
         uid_of::<Deployment>(&server, "web").is_none()
             && uid_of::<Service>(&server, "web").is_none()
     })

@@ -9,11 +9,9 @@ mod example;
 
 mod support;
 
-use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use kcontrol_testserver::TestServer;
+use kcontrol_testserver::{wait_with_output_within, TestServer};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,21 +52,11 @@ async fn kubectl_shows_a_bad_webapp_refused_with_the_webhooks_message() {
             .spawn()
             .unwrap();
         std::io::Write::write_all(&mut child.stdin.take().unwrap(), bad.as_bytes()).unwrap();
-        let deadline = Instant::now() + support::DEADLINE;
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                let mut err = String::new();
-                child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                return (status.success(), err);
-            }
-            assert!(Instant::now() < deadline, "kubectl did not finish");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let out = wait_with_output_within("kubectl apply", support::DEADLINE, child);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     })
     .await
     .unwrap();

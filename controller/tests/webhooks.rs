@@ -10,9 +10,7 @@
 mod support;
 mod widgets;
 
-use std::io::Read;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kcontrol_client::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
@@ -24,6 +22,7 @@ use kcontrol_indexer::k8s_openapi::api::core::v1::{Namespace, Service};
 use kube_core::admission::AdmissionResponse;
 use serde_json::{json, Value};
 
+use kcontrol_testserver::wait_with_output_within;
 use support::DEADLINE;
 use widgets::{status_of, v1, v2, widget, GROUP, VALIDATING};
 
@@ -585,27 +584,12 @@ fn kubectl(
         .spawn()
         .unwrap();
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let (mut out, mut err) = (String::new(), String::new());
-            child
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            return (status.success(), out, err);
-        }
-        assert!(Instant::now() < deadline, "kubectl {args:?} did not finish");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let out = wait_with_output_within(format!("kubectl {args:?}"), DEADLINE, child);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -108,14 +108,8 @@ async fn ct4_a_panic_is_contained_counted_and_requeued() {
     seen.sort();
     assert_eq!(seen, ["after", "boom"]);
     // counted once each sync has returned
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while stats.successes() < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "successes not counted"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    kcontrol_testserver::eventually("both successes counted", async || stats.successes() >= 2)
+        .await;
     assert_eq!(stats.panics(), 1);
     assert_eq!(stats.successes(), 2);
     let mut text = String::new();

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_client::ResourceVersionMatch;
+use kcontrol_client::{Bookmark, ResourceVersionMatch};
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::{
     ApiResource, DynamicObject, KubeObject, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
@@ -26,7 +26,7 @@ use crate::backoff::Pacing;
 use crate::config::ReflectorConfig;
 use crate::error::ReflectorError;
 use crate::lister_watcher::{ListerWatcher, WatchEventStream};
-use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause};
+use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause, WatchEventType};
 
 /// How often a running reflector checks whether its FIFO was closed.
 const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
@@ -480,6 +480,20 @@ where
             Some(types) => {
                 self.check_type_meta(expected, Some(&types.api_version), Some(&types.kind))
             }
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a bookmark and rejects one that names another resource's type
+    /// (a dynamic reflector's check; typed objects check when they decode).
+    pub(crate) fn accept_bookmark(&self, bookmark: &Bookmark) -> Result<(), ReflectorError> {
+        self.metrics.watch_event(WatchEventType::Bookmark);
+        match &self.expected {
+            Some(expected) => self.check_type_meta(
+                expected,
+                bookmark.api_version.as_deref(),
+                bookmark.kind.as_deref(),
+            ),
             None => Ok(()),
         }
     }

@@ -97,6 +97,7 @@ mod status;
 mod store;
 mod timeutil;
 mod tls;
+mod wait;
 
 pub use faults::{Failure, FaultScope, Faults, Flapping, Restart};
 pub use http::request::Verb;
@@ -106,6 +107,10 @@ pub use resource::{Behavior, PrinterColumn, ResourceInfo, ScaleSubresource};
 pub use server::{BlockingTestServer, TestServer, TestServerBuilder};
 pub use status::{FieldError, FieldErrorKind, GroupResource, StatusError};
 pub use store::{EventType, StoredObject};
+pub use wait::{
+    eventually, eventually_blocking, eventually_within, try_eventually, try_eventually_within,
+    wait_with_output_within, Outcome, TimedOut, EVENTUALLY_DEADLINE,
+};
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]

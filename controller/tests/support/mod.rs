@@ -22,14 +22,8 @@ pub async fn server() -> (TestServer, Client) {
     (server, client)
 }
 
-/// Waits until `check` holds; panics naming `what` after [`DEADLINE`].
-pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+#[allow(unused_imports)] // each test file uses some of the shared module
+pub use kcontrol_testserver::{eventually, try_eventually};
 
 /// The next message of `rx`, within [`DEADLINE`].
 pub async fn next<T>(rx: &mut mpsc::UnboundedReceiver<T>) -> T {
@@ -60,16 +54,16 @@ pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 /// Polls `GET path` on a health server until it answers `code`; panics
 /// naming the path and the code after [`DEADLINE`].
 pub async fn wait_for_status(addr: SocketAddr, path: &str, code: u16) {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let (got, body) = get(addr, path).await;
-        if got == code {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path} never answered {code} (last {got}: {body})"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut last = (0, String::new());
+    let answered = try_eventually(format!("{path} to answer {code}"), async || {
+        last = get(addr, path).await;
+        last.0 == code
+    })
+    .await;
+    assert!(
+        answered.is_ok(),
+        "{path} never answered {code} (last {}: {})",
+        last.0,
+        last.1
+    );
 }

@@ -84,7 +84,7 @@ async fn informers_follow_the_server(encoding: ContentType, use_watch_list: bool
         let want = server_view(&server, Some("a"));
         view(&full.store()) == want && view(&compact.store()) == want && view(&meta.store()) == want
     };
-    assert!(eventually(synced).await, "the caches follow the server");
+    eventually("the caches follow the server", async || synced()).await;
     assert_eq!(
         full.store()
             .get_by_key("a/cm-3")

@@ -127,12 +127,16 @@ async fn bookmarks(encoding: ContentType) {
     let before = h.reflector.last_sync_resource_version().unwrap();
     let later = bump_version(&server);
     let reflector = h.reflector.clone();
-    wait_for("a bookmark at the newer version", DEADLINE, move || {
-        reflector
-            .last_sync_resource_version()
-            .and_then(|v| v.parse::<u64>().ok())
-            >= Some(later)
-    })
+    eventually_within(
+        "a bookmark at the newer version",
+        DEADLINE,
+        async move || {
+            reflector
+                .last_sync_resource_version()
+                .and_then(|v| v.parse::<u64>().ok())
+                >= Some(later)
+        },
+    )
     .await;
     assert_ne!(h.reflector.last_sync_resource_version().unwrap(), before);
     answered_in(&server, Verb::Watch, encoding);
@@ -172,7 +176,7 @@ async fn error_event(encoding: ContentType) {
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     update(&server, "cm-2", "after");
-    wait_for("a relist after the ERROR event", DEADLINE, || {
+    eventually_within("a relist after the ERROR event", DEADLINE, async || {
         requests(&server, Verb::List).len() > lists
     })
     .await;
@@ -195,7 +199,7 @@ async fn corrupt_frame(encoding: ContentType) {
     server.faults().corrupt_next_watch_frames(1);
     update(&server, "cm-0", "lost frame");
     let errors = h.errors.clone();
-    wait_for("the decode error", DEADLINE, move || {
+    eventually_within("the decode error", DEADLINE, async move || {
         !errors.lock().unwrap().is_empty()
     })
     .await;

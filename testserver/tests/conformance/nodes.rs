@@ -6,7 +6,7 @@
 
 use crate::client::Client;
 use crate::deployment;
-use kcontrol_testserver::TestServer;
+use kcontrol_testserver::{eventually_within, TestServer};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -15,22 +15,9 @@ const CONVERGE: Duration = Duration::from_secs(45);
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
 
-async fn until<F, Fut>(what: &str, mut f: F) -> Value
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<Value>>,
-{
-    let deadline = tokio::time::Instant::now() + CONVERGE;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} never happened"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+/// Polls `f` until it gives a value, within [`CONVERGE`].
+async fn until(what: &str, f: impl AsyncFnMut() -> Option<Value>) -> Value {
+    eventually_within(what, CONVERGE, f).await
 }
 
 async fn pods(c: &Client, selector: &str) -> Vec<Value> {

@@ -7,6 +7,7 @@ use crate::{foo, foo_crd, server};
 use k8s_pb::api::{apps::v1 as apps, autoscaling::v1 as autoscaling, core::v1 as core};
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as metav1;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+use kcontrol_testserver::eventually;
 use prost::Message;
 use serde_json::json;
 
@@ -350,12 +351,10 @@ async fn custom_resources_and_tables_stay_json_metadata_lists_are_protobuf() {
         201
     );
     let foos = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos";
-    let created = crate::client::eventually(|| {
-        let c = c.clone();
-        async move { c.post(foos, &foo("f1", 1)).await.status == 201 }
+    eventually("the CRD's resource to accept a Foo", async || {
+        c.post(foos, &foo("f1", 1)).await.status == 201
     })
     .await;
-    assert!(created);
     // protobuf only: 406; with JSON listed: JSON
     assert_eq!(c.get_as(foos, PB).await.status, 406);
     let r = c.get_as(foos, PB_OR_JSON).await;
