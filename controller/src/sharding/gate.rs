@@ -129,7 +129,8 @@ impl ShardGate {
     /// The handler to add to the informer of the reconciled kind: on an
     /// object of this member with the drain label it acknowledges the
     /// drain ([`ShardGate`]'s docs); on an object back to this member
-    /// undrained it lets reconciles of its key start again.
+    /// undrained it lets reconciles of its key start again. Call it inside
+    /// a tokio runtime: acknowledgements run on it.
     pub fn drain_handler<K: KubeObject>(
         &self,
         client: Client,
@@ -139,6 +140,8 @@ impl ShardGate {
             gate: self.clone(),
             client,
             resource,
+            // informers may call handlers on threads of their own
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -221,6 +224,7 @@ struct DrainHandler {
     gate: ShardGate,
     client: Client,
     resource: ApiResource,
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl DrainHandler {
@@ -248,11 +252,15 @@ impl DrainHandler {
             None => Api::all_with(self.client.clone(), &self.resource),
         };
         let gate = self.gate.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
+        match self
+            .runtime
+            .clone()
+            .or_else(|| tokio::runtime::Handle::try_current().ok())
+        {
+            Some(runtime) => {
                 runtime.spawn(async move { gate.acknowledge(api, key, name, rv).await });
             }
-            Err(e) => tracing::error!(%key, error = %e, "no runtime to acknowledge a drain on"),
+            None => tracing::error!(%key, "no tokio runtime to acknowledge a drain on"),
         }
     }
 }

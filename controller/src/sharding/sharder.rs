@@ -217,15 +217,19 @@ impl Tracker {
                     delete.members.lock().remove(name);
                 }
                 delete.refresh();
+                delete.changed.notify_one();
             })
     }
 
+    /// Records a Lease event; wakes the expiry timer (the next expiry may
+    /// have moved).
     fn observe(&self, lease: &Lease) {
         self.members.lock().observe(lease, Instant::now());
         self.refresh();
+        self.changed.notify_one();
     }
 
-    /// Recomputes the live set; wakes the expiry timer.
+    /// Recomputes the live set.
     fn refresh(&self) {
         let live = self.members.lock().live(Instant::now());
         self.live.send_if_modified(|old| {
@@ -237,7 +241,6 @@ impl Tracker {
                 true
             }
         });
-        self.changed.notify_one();
     }
 
     /// Recomputes the live set at each Lease expiry, until `stop`.
@@ -306,7 +309,12 @@ async fn requeue_on_ring_change<K: KubeObject>(
             () = stop.cancelled() => return,
             changed = live.changed() => if changed.is_err() { return },
         }
-        for key in store.list_keys() {
+        let keys = store.list_keys();
+        tracing::info!(
+            objects = keys.len(),
+            "ring members changed: re-evaluating every object"
+        );
+        for key in keys {
             queue.add(key);
         }
     }
@@ -364,7 +372,10 @@ where
             let (client, resource) = (client.clone(), resource.clone());
             async move {
                 match labels {
-                    Some(labels) => write_labels(&client, &resource, &key, &rv, labels).await,
+                    Some(labels) => {
+                        tracing::debug!(%key, %labels, "sharder writes");
+                        write_labels(&client, &resource, &key, &rv, labels).await
+                    }
                     None => Ok(()),
                 }
             }
