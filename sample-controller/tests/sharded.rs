@@ -164,10 +164,10 @@ async fn wait_deployments_follow(server: &TestServer) {
                 let v = o.value();
                 let name = v["metadata"]["name"].as_str().unwrap_or_default();
                 let shard = v["metadata"]["labels"][SHARD].as_str().map(str::to_owned);
-                let foo = foos
+                let owner = foos
                     .get(&format!("default/{name}"))
                     .and_then(|f| f.0.clone());
-                (shard != foo).then(|| format!("{name}: {shard:?} != {foo:?}"))
+                (shard != owner).then(|| format!("{name}: {shard:?} != {owner:?}"))
             })
             .collect();
         if astray.is_empty() && list.items.len() == FOOS as usize {

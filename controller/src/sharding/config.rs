@@ -50,7 +50,9 @@ pub struct ShardingConfig {
     pub renew_deadline: Duration,
     /// Between two renewals.
     pub retry_period: Duration,
-    /// The sharder's concurrent writes per kind (default 4).
+    /// The sharder's concurrent writes per kind (default 16: after a
+    /// member dies, its objects are reassigned as fast as the server takes
+    /// the writes).
     pub sharder_workers: usize,
 }
 
@@ -65,7 +67,7 @@ impl ShardingConfig {
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
-            sharder_workers: 4,
+            sharder_workers: 16,
         }
     }
 

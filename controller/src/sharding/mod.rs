@@ -36,4 +36,4 @@ pub use config::{
 };
 pub use gate::{InFlight, ShardGate};
 pub use run::run_sharded;
-pub use sharder::Sharder;
+pub use sharder::{MemberWatch, Sharder};

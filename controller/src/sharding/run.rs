@@ -113,6 +113,15 @@ async fn elect_and_shard(
     if sharder.is_empty() {
         return;
     }
+    // every replica watches the members, so that an elected sharder's
+    // expiry judgements start from its replica's first sight (LE2)
+    let members = match sharder.watch_members() {
+        Ok(members) => Arc::new(members),
+        Err(e) => {
+            tracing::error!(error = %e, "watching the ring's members");
+            return;
+        }
+    };
     while !stop.is_cancelled() {
         let elector = match LeaderElector::new(client.clone(), config.sharder_lease()) {
             Ok(elector) => elector,
@@ -122,11 +131,11 @@ async fn elect_and_shard(
             }
         };
         let running = Arc::new(parking_lot::Mutex::new(None));
-        let (slot, sharder) = (Arc::clone(&running), sharder.clone());
+        let (slot, sharder, watch) = (Arc::clone(&running), sharder.clone(), Arc::clone(&members));
         let elector = elector.on_started_leading(move |leading| {
-            let sharder = sharder.clone();
+            let (sharder, watch) = (sharder.clone(), Arc::clone(&watch));
             *slot.lock() = Some(tokio::spawn(async move {
-                if let Err(e) = sharder.run(leading).await {
+                if let Err(e) = sharder.run_with(&watch, leading).await {
                     tracing::error!(error = %e, "the sharder stopped");
                 }
             }));
@@ -139,9 +148,12 @@ async fn elect_and_shard(
         if let Err(e) = outcome {
             tracing::warn!(error = %e, "the sharder's Lease was lost: campaigning again");
             tokio::select! {
-                () = stop.cancelled() => return,
+                () = stop.cancelled() => break,
                 () = tokio::time::sleep(config.retry_period) => {}
             }
         }
+    }
+    if let Ok(members) = Arc::try_unwrap(members) {
+        members.shutdown().await;
     }
 }

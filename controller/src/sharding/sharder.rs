@@ -119,13 +119,83 @@ impl Sharder {
         self
     }
 
-    /// Runs until `stop`: waits for the ring's Leases to be listed (a
-    /// member not yet seen must not count as dead), then evaluates every
-    /// object at each change of it and of the live members.
+    /// Runs until `stop` with a member watch of its own (see
+    /// [`run_with`](Self::run_with)).
     ///
     /// # Errors
     /// [`ShardingError::Sharder`] when the informers cannot start.
     pub async fn run(&self, stop: CancellationToken) -> Result<(), ShardingError> {
+        let members = self.watch_members()?;
+        let result = self.run_with(&members, stop).await;
+        members.shutdown().await;
+        result
+    }
+
+    /// Starts watching the ring's member Leases: replicas that are not the
+    /// sharder keep it warm, so that an elected sharder judges expiries
+    /// from when its replica first saw each record change (LE2), not from
+    /// its election.
+    ///
+    /// # Errors
+    /// [`ShardingError::Sharder`] when the informer cannot start.
+    pub fn watch_members(&self) -> Result<MemberWatch, ShardingError> {
+        let factory = InformerFactory::builder(self.client.clone())
+            .strip_managed_fields(true)
+            .build();
+        let leases = factory.scoped_informer::<Lease>(
+            InformerScope::all()
+                .namespace(self.config.namespace.clone())
+                .label_selector(format!("{RING_LABEL}={}", self.config.ring)),
+        );
+        let (live, _) = watch::channel(BTreeSet::new());
+        let tracker = Arc::new(Tracker {
+            members: Mutex::new(Members::default()),
+            live,
+            changed: Notify::new(),
+        });
+        let err = |e: String| ShardingError::Sharder(e);
+        leases
+            .add_event_handler(tracker.handler())
+            .map_err(|e| err(e.to_string()))?;
+        let stop = CancellationToken::new();
+        factory.start(&stop).map_err(|e| err(e.to_string()))?;
+        tokio::spawn(Arc::clone(&tracker).expire(stop.clone()));
+        Ok(MemberWatch {
+            factory,
+            leases,
+            tracker,
+            stop,
+        })
+    }
+
+    /// Runs until `stop` over `members`: waits for the ring's Leases to be
+    /// listed (a member not yet seen must not count as dead) and one retry
+    /// period (replicas started together join), then evaluates every
+    /// object at each change of it and of the live members.
+    ///
+    /// # Errors
+    /// [`ShardingError::Sharder`] when the informers cannot start.
+    pub async fn run_with(
+        &self,
+        members: &MemberWatch,
+        stop: CancellationToken,
+    ) -> Result<(), ShardingError> {
+        if wait_for_cache_sync(&stop, None, &[members.leases.as_ref()])
+            .await
+            .is_err()
+        {
+            return Ok(());
+        }
+        // replicas started together join within a retry period: wait one
+        // before the first assignment, so that they share it instead of
+        // the first member taking everything and draining it again
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            () = tokio::time::sleep(self.config.retry_period) => {}
+        }
+        members.tracker.refresh();
+        let live = members.tracker.live.subscribe();
+        tracing::info!(ring = %self.config.ring, members = ?live.borrow().clone(), "sharder running");
         let mut builder = InformerFactory::builder(self.client.clone())
             .strip_managed_fields(true)
             .default_resync(RESYNC);
@@ -133,69 +203,61 @@ impl Sharder {
             builder = builder.namespace(ns.clone());
         }
         let factory = Arc::new(builder.build());
-        let leases = factory.scoped_informer::<Lease>(
-            InformerScope::all()
-                .namespace(self.config.namespace.clone())
-                .label_selector(format!("{RING_LABEL}={}", self.config.ring)),
-        );
-        let (live_tx, live) = watch::channel(BTreeSet::new());
-        let tracker = Arc::new(Tracker {
-            members: Mutex::new(Members::default()),
-            live: live_tx,
-            changed: Notify::new(),
-        });
-        leases
-            .add_event_handler(tracker.handler())
-            .map_err(|e| ShardingError::Sharder(e.to_string()))?;
-        let informers_stop = stop.child_token();
-        factory
-            .start(&informers_stop)
-            .map_err(|e| ShardingError::Sharder(e.to_string()))?;
-        let result = self
-            .run_started(&factory, &leases, &tracker, live, &stop)
-            .await;
-        informers_stop.cancel();
-        factory.shutdown().await;
-        result
-    }
-
-    async fn run_started(
-        &self,
-        factory: &Arc<InformerFactory>,
-        leases: &Arc<kcontrol_informer::SharedIndexInformer<Lease>>,
-        tracker: &Arc<Tracker>,
-        live: watch::Receiver<BTreeSet<String>>,
-        stop: &CancellationToken,
-    ) -> Result<(), ShardingError> {
-        if wait_for_cache_sync(stop, None, &[leases.as_ref()])
-            .await
-            .is_err()
-        {
-            return Ok(());
-        }
-        tracker.refresh();
-        tracing::info!(ring = %self.config.ring, members = ?live.borrow().clone(), "sharder running");
         let ctx = Context {
             client: self.client.clone(),
             config: self.config.clone(),
-            factory: Arc::clone(factory),
+            factory: Arc::clone(&factory),
             scope: factory.scope(),
             live,
             stop: stop.clone(),
         };
         let mut runs = Vec::new();
+        let mut result = Ok(());
         for kind in &self.kinds {
-            runs.push(tokio::spawn(kind(&ctx)?));
+            match kind(&ctx) {
+                Ok(run) => runs.push(tokio::spawn(run)),
+                Err(e) => {
+                    result = Err(e);
+                    stop.cancel();
+                    break;
+                }
+            }
         }
-        factory
-            .start(stop)
-            .map_err(|e| ShardingError::Sharder(e.to_string()))?;
-        let expiry = tokio::spawn(Arc::clone(tracker).expire(stop.clone()));
+        if result.is_ok() {
+            if let Err(e) = factory.start(&stop) {
+                result = Err(ShardingError::Sharder(e.to_string()));
+                stop.cancel();
+            }
+        }
         for run in runs {
             let _ = run.await;
         }
-        let _ = expiry.await;
-        Ok(())
+        factory.shutdown().await;
+        result
+    }
+}
+
+/// The ring's member Leases, watched ([`Sharder::watch_members`]).
+pub struct MemberWatch {
+    factory: InformerFactory,
+    leases: Arc<kcontrol_informer::SharedIndexInformer<Lease>>,
+    tracker: Arc<Tracker>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for MemberWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberWatch")
+            .field("live", &*self.tracker.live.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemberWatch {
+    /// Stops watching.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        self.factory.shutdown().await;
     }
 }
 
