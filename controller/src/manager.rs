@@ -236,7 +236,10 @@ impl Manager {
         if let Some(sharding) = &self.sharding {
             // a reconcile in flight when the member Lease is lost must end
             // before the Lease can expire for the sharder (SH3)
-            let margin = sharding.config.lease_duration - sharding.config.renew_deadline;
+            let margin = sharding
+                .config
+                .lease_duration
+                .saturating_sub(sharding.config.renew_deadline);
             controller = controller
                 .shard_gate(sharding.gate.clone())
                 .drain_timeout(margin);
