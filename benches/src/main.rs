@@ -11,6 +11,7 @@ mod informer;
 mod queue;
 mod report;
 mod rss;
+mod shards;
 mod soak;
 mod store;
 mod testserver;
@@ -59,6 +60,11 @@ enum Scenario {
     /// client-go's, without and with an admission limit (requests while
     /// failing, LISTs, recovery, Retry-After violations).
     Fleet,
+    /// The sample-controller sharded over three replicas (processes) on
+    /// Leases beside one unsharded replica: peak RSS ratio, failover after
+    /// a SIGKILL, double reconciles, unowned Foos, the share moved by a
+    /// joining replica.
+    Shards,
 }
 
 /// kcontrol benchmark harness.
@@ -95,6 +101,9 @@ struct Args {
     /// sample-controller code built into kcontrol-bench.
     #[arg(long, value_name = "PATH")]
     controller_bin: Option<PathBuf>,
+    /// shards: Foos [default: 30,000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    objects: Option<u64>,
     /// fleet: reflectors per fleet [default: 200].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=5_000))]
     clients: Option<u64>,
@@ -195,6 +204,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.objects.is_some() && args.scenario != Scenario::Shards {
+        eprintln!("kcontrol-bench: --objects applies to the shards scenario only");
+        return ExitCode::from(2);
+    }
     let mut report = Report::new(args.json);
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
@@ -206,6 +219,10 @@ fn main() -> ExitCode {
         Scenario::Relist => informer::relist::bench(&mut report),
         Scenario::Soak => soak::bench(&mut report, &soak_options),
         Scenario::Fleet => fleet::bench(&mut report, &fleet_options),
+        Scenario::Shards => {
+            let n = args.objects.unwrap_or(30_000);
+            shards::bench(&mut report, usize::try_from(n).unwrap_or(30_000))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kcontrol_client::events::{Recorder, RecorderError};
 use kcontrol_client::Client;
-use kcontrol_indexer::{Object, TypedResource};
+use kcontrol_indexer::{Object, PartialObjectMetadata, TypedResource};
 use kcontrol_informer::{
     wait_for_cache_sync, CacheSyncError, FactoryError, HandlerOptions, HasSynced, InformerError,
     InformerFactory, InformerScope, SharedIndexInformer,
@@ -27,6 +27,7 @@ use crate::health::Health;
 use crate::metrics::SharedRegistry;
 use crate::predicate::Predicate;
 use crate::reconciler::{Action, Context, Reconciler, Shared};
+use crate::sharding::{ShardGate, Sharder};
 use crate::watched::Watched;
 use crate::workers::{Pool, WorkerError, WorkerOptions, WorkerStats};
 
@@ -231,6 +232,8 @@ impl ControllerBuilder {
             registry: None,
             health_addr: None,
             recorder: None,
+            gate: None,
+            shard_owned: Vec::new(),
         }
     }
 }
@@ -308,7 +311,14 @@ pub struct Controller<K = ()> {
     registry: Option<SharedRegistry>,
     health_addr: Option<SocketAddr>,
     recorder: Option<Recorder>,
+    /// Sharded: reconciles pass this gate (set by a sharded `Manager`).
+    gate: Option<ShardGate>,
+    /// Sharded: the owned kinds the sharder labels after their owner.
+    shard_owned: Vec<ShardOwned>,
 }
+
+/// Adds an owned kind to a sharder.
+pub(crate) type ShardOwned = Box<dyn FnOnce(Sharder) -> Sharder + Send>;
 
 impl<K> fmt::Debug for Controller<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -361,20 +371,34 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     /// reference names a `K` (its kind and group), on each change of the
     /// `C` (resyncs skipped) and its deletion (CT3).
     #[must_use]
-    pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self {
+    pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self
+    where
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
         self.add_owned::<C>(None)
     }
 
     /// [`owns`](Self::owns), with only the events `predicate` accepts.
     #[must_use]
-    pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
+    pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self
+    where
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
         self.add_owned::<C>(Some(predicate))
     }
 
     fn add_owned<C: TypedResource + DeserializeOwned>(
         mut self,
         predicate: Option<Predicate<C>>,
-    ) -> Self {
+    ) -> Self
+    where
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
+        self.shard_owned
+            .push(Box::new(|sharder: Sharder| sharder.owns::<K, C>()));
         self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
             let mut handler = EnqueueHandler::for_owner::<K>(setup.queue.clone());
             if let Some(predicate) = predicate {
@@ -519,6 +543,18 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
         self
     }
 
+    /// Sharded (a [`Manager`](crate::Manager)'s): reconciles pass `gate`,
+    /// which acknowledges drains on the primary informer.
+    pub(crate) fn shard_gate(mut self, gate: ShardGate) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// The owned kinds' sharder registrations (taken out).
+    pub(crate) fn take_shard_owned(&mut self) -> Vec<ShardOwned> {
+        std::mem::take(&mut self.shard_owned)
+    }
+
     /// The reconcile counters (successes, errors, panics, running), live
     /// while the controller runs; [`WorkerStats::register`] exports them.
     pub fn stats(&self) -> WorkerStats {
@@ -605,6 +641,7 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
             synced: self.synced,
             expectations: self.expectations,
             health_addr: self.health_addr,
+            gate: self.gate,
         })
     }
 }
@@ -627,6 +664,7 @@ struct Parts<K> {
     synced: Option<Arc<AtomicBool>>,
     expectations: Option<Expectations>,
     health_addr: Option<SocketAddr>,
+    gate: Option<ShardGate>,
 }
 
 impl<K: TypedResource + DeserializeOwned> Parts<K> {
@@ -653,6 +691,7 @@ impl<K: TypedResource + DeserializeOwned> Parts<K> {
             synced,
             expectations,
             health_addr,
+            gate,
         } = self;
         let synced = synced.unwrap_or_default();
         if let Some(addr) = health_addr {
@@ -668,6 +707,14 @@ impl<K: TypedResource + DeserializeOwned> Parts<K> {
             removals: Vec::new(),
             listers: HashMap::new(),
             expectations: expectations.clone(),
+        };
+        let watches = match &gate {
+            None => watches,
+            Some(gate) => {
+                let mut all = vec![drain_watch::<K>(gate, &client, primary_scope.clone())];
+                all.extend(watches);
+                all
+            }
         };
         let Some(primary) = setup
             .start_synced(primary_scope, handler, watches, &shutdown, own_factory)
@@ -690,6 +737,7 @@ impl<K: TypedResource + DeserializeOwned> Parts<K> {
             shared,
             error_policy,
             queue.clone(),
+            gate,
         );
         let workers_stop = CancellationToken::new();
         let pool = match Pool::start(&queue, &options, workers_stop.clone(), step) {
@@ -744,6 +792,27 @@ async fn serve_health(
         health.shutting_down();
     });
     Ok(())
+}
+
+/// Sharded: the gate's drain handler on the informer of `K`.
+fn drain_watch<K: TypedResource + DeserializeOwned>(
+    gate: &ShardGate,
+    client: &Client,
+    scope: InformerScope,
+) -> Register {
+    let handler = gate.drain_handler::<K>(client.clone(), K::api_resource());
+    Box::new(move |setup: &mut Setup<'_>| {
+        let informer = setup.factory.scoped_informer::<K>(scope);
+        let options = HandlerOptions::new().name(format!("{} drains", setup.name));
+        let registration = informer.add_event_handler_with_options(handler, options)?;
+        let owner = Arc::clone(&informer);
+        setup.removals.push(Box::new(move || {
+            if let Err(e) = owner.remove_event_handler(&registration) {
+                tracing::debug!(error = %e, "handler not removed");
+            }
+        }));
+        Ok(())
+    })
 }
 
 /// The cache-sync barrier of a controller (client-go's
@@ -804,6 +873,7 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
     shared: Arc<Shared>,
     policy: Option<ErrorPolicy<K>>,
     queue: RateLimitingQueue<String>,
+    gate: Option<ShardGate>,
 ) -> impl Fn(String) -> futures::future::BoxFuture<'static, Result<Action, Action>> + Send + Sync + 'static
 {
     move |key: String| {
@@ -812,6 +882,7 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
         let shared = Arc::clone(&shared);
         let policy = policy.clone();
         let requeues = queue.num_requeues(&key);
+        let gate = gate.clone();
         Box::pin(async move {
             let Some(object) = store.get_by_key(&key) else {
                 tracing::debug!(%key, "not in the cache (deleted): nothing to reconcile");
@@ -819,6 +890,17 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
                     expectations.delete(&key);
                 }
                 return Ok(Action::Done);
+            };
+            // sharded: only while this replica owns the key, undrained (SH2)
+            let _in_flight = match &gate {
+                None => None,
+                Some(gate) => match gate.enter(&key, Some(object.labels())) {
+                    Some(in_flight) => Some(in_flight),
+                    None => {
+                        tracing::debug!(%key, "not this replica's (moving or moved): skipped");
+                        return Ok(Action::Done);
+                    }
+                },
             };
             let ctx = Context::new(shared, key, requeues);
             match reconciler.reconcile(Arc::clone(&object), ctx.clone()).await {

@@ -33,6 +33,9 @@
 //!   [`Manager`] and the builder fill one by default: `workqueue_*`,
 //!   `rest_client_*`, `reflector_*`, `informer_*`,
 //!   `controller_reconcile_*`, `leader_election_master_status`);
+//! - [`sharding`]: one controller's objects sharded across replicas on
+//!   Leases ([`Manager::sharded`]): each replica caches and reconciles
+//!   its share, no key is reconciled by two replicas at once;
 //! - [`webhook`]: admission (defaulting, validating) and conversion
 //!   webhooks on an HTTPS server with a reloadable certificate, served by
 //!   [`Manager::serve_webhooks`] beside the controllers.
@@ -55,6 +58,7 @@ pub mod metrics;
 pub mod owner;
 pub mod predicate;
 mod reconciler;
+pub mod sharding;
 pub mod signals;
 mod watched;
 pub mod webhook;
@@ -72,4 +76,5 @@ pub use leader_election::{
 pub use manager::{Manager, ManagerError};
 pub use metrics::SharedRegistry;
 pub use reconciler::{Action, CacheWaitError, Context, Reconciler};
+pub use sharding::{ShardGate, Sharder, ShardingConfig, ShardingError};
 pub use workers::run_workers;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kcontrol_client::Client;
-use kcontrol_indexer::TypedResource;
+use kcontrol_indexer::{PartialObjectMetadata, TypedResource};
 use kcontrol_informer::InformerFactory;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
@@ -21,6 +21,7 @@ use crate::health::Health;
 use crate::leader_election::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
 use crate::metrics::SharedRegistry;
 use crate::reconciler::Reconciler;
+use crate::sharding::{run_sharded, ShardGate, Sharder, ShardingConfig, ShardingError};
 use crate::webhook::{WebhookError, WebhookMetrics, WebhookServer};
 
 /// Why a [`Manager`] stopped other than by its shutdown.
@@ -47,6 +48,10 @@ pub enum ManagerError {
     /// The webhook server could not start.
     #[error("serving webhooks: {0}")]
     Webhook(#[from] WebhookError),
+    /// Sharding could not start, or the ring membership was lost (the
+    /// controllers were stopped first).
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
     /// The health server could not bind its address.
     #[error("serving health on {addr}: {source}")]
     Health {
@@ -86,6 +91,7 @@ pub struct Manager {
     registry: SharedRegistry,
     workers: Option<usize>,
     leader_election: Option<LeaderElectionConfig>,
+    sharding: Option<Sharding>,
     controllers: Vec<(String, Run)>,
     synced: Vec<Arc<AtomicBool>>,
     health_stop: CancellationToken,
@@ -143,6 +149,7 @@ impl Manager {
             registry,
             workers: None,
             leader_election: None,
+            sharding: None,
             controllers: Vec::new(),
             synced: Vec::new(),
             health_stop: CancellationToken::new(),
@@ -189,13 +196,54 @@ impl Manager {
         self
     }
 
+    /// Shards the controllers' objects across the replicas of a ring
+    /// (see [`sharding`](crate::sharding)): this replica holds a member
+    /// Lease, the replica elected on the ring's sharder Lease assigns
+    /// objects, and every informer of the manager selects this member's
+    /// objects only (`shard.kcontrol.dev/<ring>=<member>`: kinds from
+    /// [`Controller::watches`] must carry the label too). Call it before
+    /// [`controller`](Self::controller); without leader election (the
+    /// sharder has its own).
+    #[must_use]
+    pub fn sharded(mut self, config: ShardingConfig) -> Self {
+        let mut scope = self.factory.scope();
+        scope.label_selector = Some(config.selector());
+        let mut factory = InformerFactory::builder(self.client.clone())
+            .strip_managed_fields(true)
+            .metrics(self.registry.factory_metrics())
+            .label_selector(config.selector());
+        if let Some(namespace) = scope.namespace.clone() {
+            factory = factory.namespace(namespace);
+        }
+        self.factory = Arc::new(factory.build());
+        let sharder = Sharder::new(self.client.clone(), config.clone()).namespace(scope.namespace);
+        self.sharding = Some(Sharding {
+            gate: ShardGate::new(&config),
+            config,
+            sharder,
+            added_before: self.controllers.len(),
+        });
+        self
+    }
+
     /// A controller of `K` on the manager's client and factory, to
     /// configure and [`add`](Self::add).
     pub fn controller<K: TypedResource + DeserializeOwned>(&self) -> Controller<K> {
-        let controller = Controller::new(self.client.clone())
+        let mut controller = Controller::new(self.client.clone())
             .with_factory(Arc::clone(&self.factory))
             .for_resource::<K>()
             .registry(self.registry.clone());
+        if let Some(sharding) = &self.sharding {
+            // a reconcile in flight when the member Lease is lost must end
+            // before the Lease can expire for the sharder (SH3)
+            let margin = sharding
+                .config
+                .lease_duration
+                .saturating_sub(sharding.config.renew_deadline);
+            controller = controller
+                .shard_gate(sharding.gate.clone())
+                .drain_timeout(margin);
+        }
         match self.workers {
             Some(n) => controller.workers(n),
             None => controller,
@@ -203,11 +251,22 @@ impl Manager {
     }
 
     /// Adds a controller with its reconciler; it runs with the others.
-    pub fn add<K, R>(&mut self, controller: Controller<K>, reconciler: R) -> &mut Self
+    pub fn add<K, R>(&mut self, mut controller: Controller<K>, reconciler: R) -> &mut Self
     where
         K: TypedResource + DeserializeOwned,
+        PartialObjectMetadata<K>: TypedResource,
         R: Reconciler<K>,
     {
+        if let Some(sharding) = self.sharding.take() {
+            let mut sharder = sharding.sharder.shard::<K>();
+            for owned in controller.take_shard_owned() {
+                sharder = owned(sharder);
+            }
+            self.sharding = Some(Sharding {
+                sharder,
+                ..sharding
+            });
+        }
         let name = controller.name_value().to_owned();
         let synced = Arc::new(AtomicBool::new(false));
         let controller = controller.report_synced(Arc::clone(&synced));
@@ -286,6 +345,7 @@ impl Manager {
             health,
             registry,
             leader_election,
+            sharding,
             controllers,
             health_stop,
             ..
@@ -298,9 +358,17 @@ impl Manager {
                 health.shutting_down();
             }
         });
-        let result = match leader_election {
-            None => run_controllers(controllers, shutdown).await,
-            Some(config) => run_leading(client, config, &registry, controllers, shutdown).await,
+        let result = match (leader_election, sharding) {
+            (None, None) => run_controllers(controllers, shutdown).await,
+            (Some(config), None) => {
+                run_leading(client, config, &registry, controllers, shutdown).await
+            }
+            (None, Some(sharding)) => {
+                run_sharded_controllers(client, sharding, controllers, shutdown).await
+            }
+            (Some(_), Some(_)) => Err(ManagerError::Sharding(ShardingError::Config(
+                "a sharded manager elects its sharder itself: leave leader election off".into(),
+            ))),
         };
         marker.abort();
         health.shutting_down();
@@ -334,6 +402,40 @@ async fn run_controllers(
         first_error.get_or_insert(failure);
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// A sharded manager's settings.
+struct Sharding {
+    config: ShardingConfig,
+    gate: ShardGate,
+    sharder: Sharder,
+    /// Controllers added before [`Manager::sharded`] (not sharded: an error).
+    added_before: usize,
+}
+
+/// Runs the controllers as one replica of the ring ([`run_sharded`]).
+async fn run_sharded_controllers(
+    client: Client,
+    sharding: Sharding,
+    controllers: Vec<(String, Run)>,
+    shutdown: CancellationToken,
+) -> Result<(), ManagerError> {
+    if sharding.added_before > 0 {
+        return Err(ManagerError::Sharding(ShardingError::Config(
+            "controllers were added before Manager::sharded: call it first".into(),
+        )));
+    }
+    let Sharding {
+        config,
+        gate,
+        sharder,
+        ..
+    } = sharding;
+    let ran = run_sharded(client, config, sharder, gate, shutdown, |stop| {
+        run_controllers(controllers, stop)
+    })
+    .await?;
+    ran.unwrap_or(Ok(()))
 }
 
 /// Competes for the Lease; runs the controllers while leading.

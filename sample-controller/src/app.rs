@@ -157,6 +157,8 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     let served = metrics(args, &server_stop).await?;
     let mut options = options(args, args.namespace.clone(), served);
     options.leader_election = leader_election;
+    options.sharding = args.sharding()?;
+    options.reconcile_log.clone_from(&args.reconcile_log);
     let controller = Controller::new(client, options).map_err(|e| CliError::Run(e.to_string()))?;
     controller
         .run(shutdown)
@@ -165,6 +167,11 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     if controller.lost_leadership() {
         return Err(CliError::Run(
             "leader election lost: the Lease was not renewed in time".to_owned(),
+        ));
+    }
+    if controller.lost_membership() {
+        return Err(CliError::Run(
+            "ring membership lost: the member Lease was not renewed in time".to_owned(),
         ));
     }
     Ok(())
