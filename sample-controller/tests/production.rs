@@ -515,7 +515,7 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
         "{after:?}"
     );
 
-    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/health.rs)
+    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/it/health.rs)
     a.signal("-TERM");
     assert_eq!(a.wait_exit().await.code(), Some(0), "{}", a.stderr());
 }

@@ -5,10 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code, unreachable_pub, missing_docs)]
-#[path = "../examples/long_running_task.rs"]
+#[path = "../../examples/long_running_task.rs"]
 mod example;
 
-mod support;
+use crate::support;
 
 use example::{Task, TaskSpec, Tasks};
 use kcontrol_client::Client;

@@ -5,10 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../examples/configmap_to_secret.rs"]
+#[path = "../../examples/configmap_to_secret.rs"]
 mod example;
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1::Secret;
 use kcontrol_client::{Client, Config};

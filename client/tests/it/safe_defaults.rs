@@ -6,7 +6,7 @@
 //! while real requests run).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 

@@ -4,7 +4,7 @@
 //! proptest fuzzing of the parser.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

@@ -6,7 +6,7 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;

@@ -3,7 +3,7 @@
 //! preferred versions, subresources, and a failing aggregated API.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use kcontrol_client::{Client, Discovery, Error};
 use kcontrol_indexer::ApiResource;

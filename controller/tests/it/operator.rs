@@ -9,10 +9,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../examples/operator.rs"]
+#[path = "../../examples/operator.rs"]
 mod example;
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 

@@ -1,7 +1,7 @@
 //! `Health` served over real HTTP on 127.0.0.1 (HL1-HL4).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use support::get;
 

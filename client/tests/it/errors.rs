@@ -4,7 +4,7 @@
 //! not a `Status` at all.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

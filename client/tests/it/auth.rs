@@ -2,7 +2,7 @@
 //! and after a 401) against a loopback server that checks `Authorization`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

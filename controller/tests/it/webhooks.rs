@@ -7,8 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-mod widgets;
+use crate::support;
+use crate::widgets;
 
 use std::process::{Command, Stdio};
 

@@ -4,10 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[allow(dead_code, unreachable_pub)]
-#[path = "../examples/webhook.rs"]
+#[path = "../../examples/webhook.rs"]
 mod example;
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 

@@ -3,7 +3,7 @@
 //! server receives, and how the answer decodes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

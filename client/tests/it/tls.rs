@@ -3,7 +3,7 @@
 //! the host name or the client certificate was wrong.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_client::{Api, Client, ClientIdentity, Config, Error, TlsErrorKind};

@@ -6,8 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
-mod widgets;
+use crate::support;
+use crate::widgets;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

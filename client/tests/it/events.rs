@@ -4,7 +4,7 @@
 //! is created anew, and transient failures are retried.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
