@@ -9,13 +9,15 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcontrol_client::{Api, Client, Patch, PatchParams};
 use kcontrol_indexer::{
     split_meta_namespace_key, DynamicObject, KubeObject, PartialObjectMetadata, StringMap,
     ThreadSafeStore, TypedResource,
 };
 use kcontrol_informer::{
-    wait_for_cache_sync, InformerFactory, InformerScope, ResourceEventHandlerFuncs,
+    wait_for_cache_sync, InformerFactory, InformerFactoryBuilder, InformerScope,
+    ResourceEventHandlerFuncs,
 };
 use kcontrol_workqueue::RateLimitingQueue;
 use parking_lot::Mutex;
@@ -39,6 +41,11 @@ const OWNER_INDEX: &str = "kcontrol.dev/sharding-owner";
 /// What one sharded kind runs while the sharder runs.
 type KindRun = Arc<dyn Fn(&Context) -> Result<BoxFuture<'static, ()>, ShardingError> + Send + Sync>;
 
+/// What one sharded kind sets on the sharder's informer factory (its
+/// metadata trim, [`trimmed`]).
+type KindSetup =
+    Arc<dyn Fn(InformerFactoryBuilder, &ShardingConfig) -> InformerFactoryBuilder + Send + Sync>;
+
 /// What every kind's run shares.
 #[derive(Clone)]
 struct Context {
@@ -59,6 +66,7 @@ pub struct Sharder {
     config: ShardingConfig,
     namespace: Option<String>,
     kinds: Vec<KindRun>,
+    setups: Vec<KindSetup>,
 }
 
 impl std::fmt::Debug for Sharder {
@@ -78,6 +86,7 @@ impl Sharder {
             config,
             namespace: None,
             kinds: Vec::new(),
+            setups: Vec::new(),
         }
     }
 
@@ -102,6 +111,7 @@ impl Sharder {
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| Ok(run_primary::<K>(ctx))));
+        self.setups.push(Arc::new(trim::<K>));
         self
     }
 
@@ -116,6 +126,8 @@ impl Sharder {
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| run_owned::<K, C>(ctx)));
+        self.setups.push(Arc::new(trim::<K>));
+        self.setups.push(Arc::new(trim::<C>));
         self
     }
 
@@ -201,6 +213,9 @@ impl Sharder {
             .default_resync(RESYNC);
         if let Some(ns) = &self.namespace {
             builder = builder.namespace(ns.clone());
+        }
+        for setup in &self.setups {
+            builder = setup(builder, &self.config);
         }
         let factory = Arc::new(builder.build());
         let ctx = Context {
@@ -382,6 +397,46 @@ async fn requeue_on_ring_change<K: KubeObject>(
     }
 }
 
+/// Caches `K`'s metadata [`trimmed`] in the sharder's factory.
+fn trim<K>(builder: InformerFactoryBuilder, config: &ShardingConfig) -> InformerFactoryBuilder
+where
+    K: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+{
+    let (shard, drain) = (config.shard_label(), config.drain_label());
+    builder.transform(move |o: PartialObjectMetadata<K>| trimmed(o, &shard, &drain))
+}
+
+/// What the sharder keeps of an object's metadata: its key, its
+/// `resourceVersion` (every write is guarded by it), the ring's shard and
+/// drain labels and its controller reference (owned objects follow their
+/// owner). The sharder replica caches every object of every sharded kind;
+/// the rest of the metadata (other labels, annotations, finalizers, UID,
+/// timestamps) would only make that replica larger than the others.
+fn trimmed<K>(o: PartialObjectMetadata<K>, shard: &str, drain: &str) -> PartialObjectMetadata<K> {
+    let m = o.metadata;
+    let labels: std::collections::BTreeMap<String, String> = m
+        .labels
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k == shard || k == drain)
+        .collect();
+    let owners: Vec<_> = m
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.controller == Some(true))
+        .collect();
+    PartialObjectMetadata::new(ObjectMeta {
+        name: m.name,
+        namespace: m.namespace,
+        resource_version: m.resource_version,
+        labels: (!labels.is_empty()).then_some(labels),
+        owner_references: (!owners.is_empty()).then_some(owners),
+        ..ObjectMeta::default()
+    })
+}
+
 /// The sharder's loop for a sharded kind `K`.
 fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
 where
@@ -547,4 +602,87 @@ where
             tracing::error!(error = %e, "sharder workers failed");
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    use super::*;
+
+    fn owner(name: &str, controller: Option<bool>) -> OwnerReference {
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "Foo".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            controller,
+            ..OwnerReference::default()
+        }
+    }
+
+    #[test]
+    fn the_sharder_keeps_only_the_key_version_ring_labels_and_controller() {
+        let labels = [
+            ("app", "web"),
+            ("shard.kcontrol.dev/r", "a"),
+            ("drain.kcontrol.dev/r", "true"),
+            ("shard.kcontrol.dev/other", "b"),
+        ];
+        let o = PartialObjectMetadata::<ConfigMap>::new(ObjectMeta {
+            name: Some("x".into()),
+            namespace: Some("ns".into()),
+            resource_version: Some("7".into()),
+            uid: Some("u".into()),
+            generation: Some(3),
+            annotations: Some([("a".to_owned(), "b".repeat(1000))].into()),
+            finalizers: Some(vec!["f".into()]),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            owner_references: Some(vec![owner("p", None), owner("q", Some(true))]),
+            ..ObjectMeta::default()
+        });
+        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r").metadata;
+        let kept: Vec<_> = t.labels.clone().unwrap().into_iter().collect();
+        assert_eq!(
+            kept,
+            [
+                ("drain.kcontrol.dev/r".to_owned(), "true".to_owned()),
+                ("shard.kcontrol.dev/r".to_owned(), "a".to_owned())
+            ]
+        );
+        assert_eq!(t.owner_references, Some(vec![owner("q", Some(true))]));
+        assert_eq!(
+            ObjectMeta {
+                labels: None,
+                owner_references: None,
+                ..t
+            },
+            ObjectMeta {
+                name: Some("x".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some("7".into()),
+                ..ObjectMeta::default()
+            }
+        );
+    }
+
+    #[test]
+    fn an_object_without_ring_labels_or_owner_keeps_none() {
+        let o = PartialObjectMetadata::<ConfigMap>::new(ObjectMeta {
+            name: Some("x".into()),
+            labels: Some([("app".to_owned(), "web".to_owned())].into()),
+            owner_references: Some(vec![owner("p", Some(false))]),
+            ..ObjectMeta::default()
+        });
+        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r").metadata;
+        assert_eq!((t.labels, t.owner_references), (None, None));
+    }
 }
