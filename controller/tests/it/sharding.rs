@@ -128,7 +128,7 @@ async fn sh2_sh7_two_sharded_managers_share_the_objects_and_hand_over_on_shutdow
     let stopped = Instant::now();
     stop_a.cancel();
     run_a.await.unwrap();
-    eventually("every ConfigMap owned and reconciled by b", || {
+    eventually("every ConfigMap owned and reconciled by b", async || {
         settled(&server, &log, &["b"], stopped)
             || owners(&server).values().all(|o| o.as_deref() == Some("b"))
                 && settled(&server, &log, &["b"], begin)
