@@ -119,7 +119,7 @@ async fn sh2_sh7_two_sharded_managers_share_the_objects_and_hand_over_on_shutdow
     };
     eventually(
         "every ConfigMap owned and reconciled by a or b, both with a share",
-        || settled(&server, &log, &["a", "b"], begin) && shared(&owners(&server)),
+        async || settled(&server, &log, &["a", "b"], begin) && shared(&owners(&server)),
     )
     .await;
 
