@@ -138,7 +138,7 @@ async fn sh2_sh7_two_sharded_managers_share_the_objects_and_hand_over_on_shutdow
     run_b.await.unwrap();
 
     // no key reconciled by both at once
-    let log = log.lock().unwrap();
+    let log = log.lock().unwrap().clone();
     for (m1, k1, s1, e1) in log.iter() {
         for (m2, k2, s2, e2) in log.iter() {
             if k1 == k2 && m1 != m2 {
