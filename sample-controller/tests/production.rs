@@ -213,7 +213,13 @@ async fn only_the_leader_writes_and_sigterm_and_sigkill_hand_over() {
     wait_deployment(&s.server, 6).await;
 
     // one writer at a time: a's writes, then b's, then c's, never interleaved
-    let writers = deployment_writers(&s.server);
+    // (the request log gets a write once it is answered: the Deployment can
+    // be in the store a moment before c's write is in the log)
+    let writers = eventually_within("c's write in the request log", SAFETY, async || {
+        let writers = deployment_writers(&s.server);
+        writers.iter().any(|w| w == "c").then_some(writers)
+    })
+    .await;
     let mut phases: Vec<&str> = writers.iter().map(String::as_str).collect();
     phases.dedup();
     assert_eq!(phases, ["a", "b", "c"], "{writers:?}");

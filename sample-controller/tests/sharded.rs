@@ -33,8 +33,10 @@ fn member(kubeconfig: &Path, log: &Path, name: &str) -> Replica {
     let mut command = support::command(kubeconfig, 500, 1000);
     command
         .args(["--shard-ring", "foos", "--shard-member", name])
-        .args(["--leader-elect-lease-duration", "3s"])
-        .args(["--leader-elect-renew-deadline", "2s"])
+        // a renew deadline a loaded machine meets: a member that misses it
+        // exits, as it must, and the test with it
+        .args(["--leader-elect-lease-duration", "8s"])
+        .args(["--leader-elect-renew-deadline", "6s"])
         .args(["--leader-elect-retry-period", "500ms"])
         .arg("--reconcile-log")
         .arg(log)
