@@ -141,16 +141,20 @@ async fn rf4_a_watch_that_ends_is_resumed_without_a_relist() {
     let h = Harness::for_url(server.url(), config());
     h.synced().await;
     for i in 0..3 {
-        let watches = server.counters().watches_opened;
         update(&server, &format!("cm-{i}"), "changed");
         h.converge(&server).await;
         let synced = h.reflector.last_sync_resource_version().unwrap();
+        // the request log (not the open-watch counter, which the server
+        // bumps before it logs the request) says which watch came next
+        let logged = requests(&server, Verb::Watch).len();
         server.faults().close_all_watches();
-        eventually_within("the watch to resume", DEADLINE, async || {
-            server.counters().watches_opened > watches
+        let resumed = eventually_within("the watch to resume", DEADLINE, async || {
+            let watches = requests(&server, Verb::Watch);
+            (watches.len() > logged)
+                .then(|| watches.last().cloned())
+                .flatten()
         })
         .await;
-        let resumed = requests(&server, Verb::Watch).pop().unwrap();
         assert!(
             rv_number(&param(&resumed.query, "resourceVersion").unwrap()) >= rv_number(&synced),
             "resumed from the last version"
