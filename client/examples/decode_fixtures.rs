@@ -14,9 +14,9 @@ use futures::executor::block_on;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_client::{ListStream, WatchEvent, WatchStream};
+use kcontrol_fixtures::{cpu_seconds, load};
 use kcontrol_indexer::compact::CompactConfigMap;
 use kcontrol_indexer::PartialObjectMetadata;
-use kcontrol_proto::fixtures::{cpu_seconds, load};
 use serde::de::DeserializeOwned;
 
 const CHUNK: usize = 64 * 1024;

@@ -22,9 +22,9 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_fixtures::{cpu_seconds, load_prefix};
 use kcontrol_indexer::compact::CompactConfigMap;
 use kcontrol_indexer::PartialObjectMetadata;
-use kcontrol_proto::fixtures::{cpu_seconds, load_prefix};
 use kcontrol_proto::{ListDecoder, ListPart, Message};
 use prost::Message as _;
 use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};

@@ -41,9 +41,6 @@
 mod de;
 mod envelope;
 mod error;
-#[cfg(feature = "fixtures")]
-#[doc(hidden)]
-pub mod fixtures;
 pub mod list;
 mod schema;
 mod tables;

@@ -9,9 +9,9 @@ use std::fmt::Debug;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_fixtures as fixtures;
 use kcontrol_indexer::compact::CompactConfigMap;
 use kcontrol_indexer::PartialObjectMetadata;
-use kcontrol_proto::fixtures;
 use kcontrol_proto::{from_object, ListDecoder, ListPart};
 use serde::de::{DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
