@@ -7,11 +7,13 @@
 
 mod controller;
 mod fixtures;
+mod fleet;
 mod informer;
 mod plot;
 mod queue;
 mod report;
 mod rss;
+mod shards;
 mod soak;
 mod store;
 mod testserver;
@@ -54,6 +56,17 @@ enum Scenario {
     /// replica, SIGTERM and SIGKILL restarts) for --duration; then it must
     /// converge with nothing lost, duplicated or orphaned.
     Soak,
+    /// Reflectors by the hundred against one testserver through a
+    /// restart, a flapping server, watches failing with 503 and
+    /// Retry-After, and WatchList answered 429; kcontrol's pacing beside
+    /// client-go's, without and with an admission limit (requests while
+    /// failing, LISTs, recovery, Retry-After violations).
+    Fleet,
+    /// The sample-controller sharded over three replicas (processes) on
+    /// Leases beside one unsharded replica: peak RSS ratio, failover after
+    /// a SIGKILL, double reconciles, unowned Foos, the share moved by a
+    /// joining replica.
+    Shards,
 }
 
 /// kcontrol benchmark harness.
@@ -95,6 +108,16 @@ struct Args {
     /// sample-controller code built into kcontrol-bench.
     #[arg(long, value_name = "PATH")]
     controller_bin: Option<PathBuf>,
+    /// shards: Foos [default: 30,000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    objects: Option<u64>,
+    /// fleet: reflectors per fleet [default: 200].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=5_000))]
+    clients: Option<u64>,
+    /// fleet: play only this fault (restart, flapping, retry-after,
+    /// watchlist-429; repeatable) [default: all four].
+    #[arg(long, value_name = "FAULT", value_parser = parse_fault)]
+    fault: Vec<fleet::Fault>,
 }
 
 impl Args {
@@ -133,6 +156,35 @@ impl Args {
     }
 }
 
+fn parse_fault(text: &str) -> Result<fleet::Fault, String> {
+    fleet::Fault::ALL
+        .into_iter()
+        .find(|f| f.name() == text.trim())
+        .ok_or_else(|| "expected restart, flapping, retry-after or watchlist-429".to_owned())
+}
+
+impl Args {
+    /// The fleet's options; an error naming a fleet flag given to another
+    /// scenario.
+    fn fleet_options(&self) -> Result<fleet::Options, String> {
+        if self.scenario != Scenario::Fleet {
+            if self.clients.is_some() {
+                return Err("--clients applies to the fleet scenario only".to_owned());
+            }
+            if !self.fault.is_empty() {
+                return Err("--fault applies to the fleet scenario only".to_owned());
+            }
+        }
+        let clients = usize::try_from(self.clients.unwrap_or(200)).unwrap_or(200);
+        let faults = if self.fault.is_empty() {
+            fleet::Fault::ALL.to_vec()
+        } else {
+            self.fault.clone()
+        };
+        Ok(fleet::Options { clients, faults })
+    }
+}
+
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
@@ -152,13 +204,20 @@ fn main() -> ExitCode {
         return plot::main(argv.get(2..).unwrap_or_default());
     }
     let args = Args::parse();
-    let soak_options = match args.soak_options() {
+    let (soak_options, fleet_options) = match args
+        .soak_options()
+        .and_then(|s| Ok((s, args.fleet_options()?)))
+    {
         Ok(options) => options,
         Err(err) => {
             eprintln!("kcontrol-bench: {err}");
             return ExitCode::from(2);
         }
     };
+    if args.objects.is_some() && args.scenario != Scenario::Shards {
+        eprintln!("kcontrol-bench: --objects applies to the shards scenario only");
+        return ExitCode::from(2);
+    }
     let mut report = Report::new(args.json);
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
@@ -169,6 +228,11 @@ fn main() -> ExitCode {
         Scenario::Informer => informer::bench(&mut report),
         Scenario::Relist => informer::relist::bench(&mut report),
         Scenario::Soak => soak::bench(&mut report, &soak_options),
+        Scenario::Fleet => fleet::bench(&mut report, &fleet_options),
+        Scenario::Shards => {
+            let n = args.objects.unwrap_or(30_000);
+            shards::bench(&mut report, usize::try_from(n).unwrap_or(30_000))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -112,9 +112,25 @@ fn throughput_row(report: &mut Report, scenario: &str, items: usize, secs: f64, 
 
 fn single(report: &mut Report) {
     const N: usize = 1_000_000;
-    let queue: Queue<String> = Queue::new();
     let input = keys(N);
     let start = Instant::now();
+    let got = single_queue(input);
+    let secs = start.elapsed().as_secs_f64();
+    debug_assert_eq!(got, N);
+
+    let input = keys(N);
+    let start = Instant::now();
+    let n = single_channel(input);
+    let reference = per_sec(n, start.elapsed().as_secs_f64());
+    throughput_row(report, "single", got, secs, reference);
+}
+
+/// The timed part of `single` on the queue: adds every key, then gets and
+/// dones each; returns how many it got. Not inlined, so that callgrind can
+/// count its instructions alone (`--toggle-collect='*single_queue*'`).
+#[inline(never)]
+fn single_queue(input: Vec<String>) -> usize {
+    let queue: Queue<String> = Queue::new();
     for k in input {
         queue.add(k);
     }
@@ -123,12 +139,13 @@ fn single(report: &mut Report) {
         queue.done(&k);
         got += 1;
     }
-    let secs = start.elapsed().as_secs_f64();
-    debug_assert_eq!(got, N);
+    got
+}
 
-    let input = keys(N);
+/// The timed part of `single` on the channel (`*single_channel*`).
+#[inline(never)]
+fn single_channel(input: Vec<String>) -> usize {
     let (tx, rx) = crossbeam_channel::unbounded();
-    let start = Instant::now();
     for k in input {
         let _ = tx.send(k);
     }
@@ -137,8 +154,7 @@ fn single(report: &mut Report) {
         drop(k);
         n += 1;
     }
-    let reference = per_sec(n, start.elapsed().as_secs_f64());
-    throughput_row(report, "single", got, secs, reference);
+    n
 }
 
 // ---- dedup -----------------------------------------------------------------
@@ -402,12 +418,7 @@ fn rate_limited(report: &mut Report) {
     let pool = keys(KEYS);
     let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
     let start = Instant::now();
-    for _ in 0..ROUNDS {
-        for k in &pool {
-            queue.add_rate_limited(k.clone());
-            queue.forget(k);
-        }
-    }
+    rate_limited_queue(&queue, &pool, ROUNDS);
     let secs = start.elapsed().as_secs_f64();
     queue.shut_down();
 
@@ -421,6 +432,18 @@ fn rate_limited(report: &mut Report) {
     }
     let reference = per_sec(KEYS * ROUNDS, start.elapsed().as_secs_f64());
     throughput_row(report, "rate-limited", KEYS * ROUNDS, secs, reference);
+}
+
+/// The timed part of `rate-limited`: `rounds` add_rate_limited + forget
+/// cycles over `pool` (callgrind: `*rate_limited_queue*`).
+#[inline(never)]
+fn rate_limited_queue(queue: &RateLimitingQueue<String>, pool: &[String], rounds: usize) {
+    for _ in 0..rounds {
+        for k in pool {
+            queue.add_rate_limited(k.clone());
+            queue.forget(k);
+        }
+    }
 }
 
 // ---- delayed -----------------------------------------------------------------

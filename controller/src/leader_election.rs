@@ -21,6 +21,7 @@
 //!
 //! Defaults are client-go's: lease 15 s, renew deadline 10 s, retry 2 s.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -203,6 +204,8 @@ pub struct LeaderElector {
     leading: watch::Sender<bool>,
     status: Option<Family<NameLabel, Gauge>>,
     running: AtomicBool,
+    /// Labels the Lease carries (set when it is created or acquired).
+    labels: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for LeaderElector {
@@ -241,6 +244,7 @@ impl LeaderElector {
             leading: watch::Sender::new(false),
             status: None,
             running: AtomicBool::new(false),
+            labels: BTreeMap::new(),
         })
     }
 
@@ -266,6 +270,13 @@ impl LeaderElector {
     /// observed (this candidate included).
     pub fn on_new_leader(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_new_leader = Some(Box::new(f));
+        self
+    }
+
+    /// Labels the Lease carries: set when this candidate creates or
+    /// acquires it (a sharding ring's member Leases carry the ring's name).
+    pub fn with_labels(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.labels = labels;
         self
     }
 
@@ -513,6 +524,10 @@ impl LeaderElector {
     async fn write(&self, lease: Lease, renewing: bool) -> Result<(), kcontrol_client::Error> {
         let old = lease.spec.clone().unwrap_or_default();
         let mut next = lease;
+        if !renewing && !self.labels.is_empty() {
+            let labels = next.metadata.labels.get_or_insert_with(BTreeMap::new);
+            labels.extend(self.labels.clone());
+        }
         next.spec = Some(if renewing {
             LeaseSpec {
                 renew_time: Some(MicroTime(wall_clock_now())),
@@ -567,6 +582,7 @@ impl LeaderElector {
                 metadata: ObjectMeta {
                     name: Some(self.config.name.clone()),
                     namespace: Some(self.config.namespace.clone()),
+                    labels: (!self.labels.is_empty()).then(|| self.labels.clone()),
                     ..ObjectMeta::default()
                 },
                 spec: Some(LeaseSpec {

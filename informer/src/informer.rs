@@ -190,6 +190,25 @@ impl<K: KubeObject> SharedIndexInformer<K> {
         self.source.last_sync_resource_version()
     }
 
+    /// Whether the store may be mixed: a relist has delivered part of a new
+    /// state (objects at their newer version) without completing it, so
+    /// objects that state no longer has are not deleted yet — while a
+    /// relist streams, and after one failed part way until a relist
+    /// completes (those that follow are applied whole). `has_synced` stays
+    /// true meanwhile; the reflector's `reflector_relist_incomplete` gauge
+    /// says the same.
+    pub fn relist_incomplete(&self) -> bool {
+        self.source.relist_incomplete()
+    }
+
+    /// The last list or watch failure since the last successful list,
+    /// described for a person (a 404 says the server does not serve the
+    /// resource); `None` while healthy or before start. What to show when
+    /// the cache does not sync.
+    pub fn last_error(&self) -> Option<String> {
+        self.source.last_error()
+    }
+
     /// How often the reflector asks whether any handler is due for a resync
     /// (zero: never). Starts as the informer's resync period; a handler
     /// added before start with a shorter period lowers it.

@@ -98,6 +98,8 @@ mod tests;
 pub use async_handler::{AsyncResourceEventHandler, HandlerFuture};
 pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
+#[cfg(feature = "prometheus")]
+pub use factory::prometheus_factory_metrics;
 pub use factory::{
     CacheSize, FactoryError, FactoryMetrics, InformerFactory, InformerFactoryBuilder, InformerKey,
     InformerScope, SharedInformerFactory,

@@ -62,4 +62,12 @@ impl<K: KubeObject + DeserializeOwned> Source<K> for ReflectorSource<K> {
             .get()
             .and_then(|r| r.last_sync_resource_version())
     }
+
+    fn relist_incomplete(&self) -> bool {
+        self.reflector.get().is_some_and(|r| r.relist_incomplete())
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.reflector.get().and_then(|r| r.last_error())
+    }
 }

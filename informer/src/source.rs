@@ -45,6 +45,17 @@ pub(crate) trait Source<K: KubeObject>: Send + Sync + 'static {
 
     /// The resourceVersion last synced with the server.
     fn last_sync_resource_version(&self) -> Option<String>;
+
+    /// Whether a relist has delivered part of a new state without
+    /// completing it (see `Reflector::relist_incomplete`).
+    fn relist_incomplete(&self) -> bool {
+        false
+    }
+
+    /// The last list or watch failure since the last successful list.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]

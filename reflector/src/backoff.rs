@@ -1,6 +1,27 @@
-//! The reflector's backoff (client-go's exponential backoff manager), the
-//! pacing rules around it for a server that comes back (RF5), and the
-//! randomised watch timeout.
+//! The reflector's backoff (client-go's exponential backoff manager) and
+//! the pacing rules around it (RF5): kcontrol's, and the client-go preset
+//! ([`PacingPreset::ClientGo`]) that reproduces client-go's exactly, for
+//! comparison; and the randomised watch timeout.
+//!
+//! Both pacings wait the same way at the request level (client-go's REST
+//! client, [`crate::retry`]): an answer asking for a wait is retried after
+//! exactly that wait, up to [`SERVER_ASKED_IN_A_ROW`] times. They differ
+//! at the reflector level, once a failure ends a watch or a list:
+//! - kcontrol never waits less than the server asked for: the backoff
+//!   step, growing, is the wait, and the server's wait its floor
+//!   (client-go's reflector ignores it there);
+//! - after an outage (the server unreachable, or asking for waits), the
+//!   relist that a 410 calls for waits a random part of the backoff,
+//!   `[0, backoff × jitter)`, instead of the backoff plus that random
+//!   part: the same spread as client-go's, so returning clients come back
+//!   no denser than client-go's, without the grown backoff in front;
+//!   once per outage, and once per backoff period: a server that flaps
+//!   (up, down again before the backoff starts over) gets client-go's full
+//!   steps from its second return on.
+//!
+//! Neither resets the backoff on a success: it starts over only after
+//! `reset_after` without a backoff step (client-go's "2 minutes without
+//! backoff": the connection has stayed healthy).
 
 use std::time::Duration;
 
@@ -8,7 +29,44 @@ use tokio::time::Instant;
 
 use crate::config::BackoffConfig;
 
-/// Exponential backoff with jitter that starts over after a healthy period.
+/// How many times in a row the same request is sent again after the wait
+/// the server asked for, before the failure ends the watch or list
+/// (client-go's REST client: `maxRetries` 10).
+pub(crate) const SERVER_ASKED_IN_A_ROW: u32 = 10;
+
+/// Whose pacing rules a reflector follows.
+///
+/// ```
+/// use kcontrol_reflector::{PacingPreset, ReflectorConfig};
+/// use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+///
+/// // a reference reflector paced exactly as a client-go informer's
+/// let reference = ReflectorConfig::<ConfigMap>::default().pacing(PacingPreset::ClientGo);
+/// assert_eq!(reference.pacing, PacingPreset::ClientGo);
+/// assert_eq!(ReflectorConfig::<ConfigMap>::default().pacing, PacingPreset::Kcontrol);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PacingPreset {
+    /// kcontrol's rules (RF5 of DESIGN.md): client-go's backoff and
+    /// request retries, a server-asked wait a floor under the growing
+    /// backoff, a watch whose start is answered 5xx with `Retry-After`
+    /// watched again instead of relisted, and the relist after an outage's
+    /// 410 spread over the backoff instead of waiting it.
+    #[default]
+    Kcontrol,
+    /// client-go's rules, exactly (`tools/cache/reflector.go` with
+    /// `rest/request.go`'s retries), as a reference for benchmarks and
+    /// tests: the reflector's waits ignore what the server asked for, a
+    /// watch start failing with 5xx relists, every relist waits a backoff
+    /// step; the REST client retries 429 and 5xx answers with a
+    /// `Retry-After` header (not `retryAfterSeconds` in the body), and
+    /// transport errors of a list or a watch start, after 1 s.
+    ClientGo,
+}
+
+/// Exponential backoff with jitter that starts over after a quiet period
+/// (client-go's `NewExponentialBackoffManager`).
 #[derive(Debug)]
 pub(crate) struct Backoff {
     config: BackoffConfig,
@@ -16,6 +74,8 @@ pub(crate) struct Backoff {
     base: Duration,
     /// When the last wait was handed out.
     last: Option<Instant>,
+    /// How many times the backoff started over (after a quiet period).
+    period: u64,
 }
 
 impl Backoff {
@@ -24,35 +84,49 @@ impl Backoff {
             base: config.initial,
             config,
             last: None,
+            period: 0,
         }
     }
 
-    /// The next wait at `now`, `r` in `[0, 1)` choosing the jitter.
-    pub(crate) fn next_delay_with(&mut self, now: Instant, r: f64) -> Duration {
-        if let Some(last) = self.last {
-            if now.saturating_duration_since(last) > self.config.reset_after {
-                self.base = self.config.initial;
-            }
+    /// Whether a step at `now` starts the backoff over.
+    fn resets_at(&self, now: Instant) -> bool {
+        self.last
+            .is_some_and(|last| now.saturating_duration_since(last) > self.config.reset_after)
+    }
+
+    /// The backoff period a step at `now` belongs to: a new one once it
+    /// starts over.
+    fn period_at(&self, now: Instant) -> u64 {
+        self.period + u64::from(self.resets_at(now))
+    }
+
+    /// The base of the step at `now` (back to `initial` when more than
+    /// `reset_after` passed since the last step), and the base after it.
+    fn advance(&mut self, now: Instant) -> Duration {
+        if self.resets_at(now) {
+            self.base = self.config.initial;
+            self.period += 1;
         }
         self.last = Some(now);
         let base = self.base.min(self.config.max);
         self.base = base.saturating_mul(2).min(self.config.max);
-        jittered(base, self.config.jitter, r)
+        base
+    }
+
+    /// The next wait at `now`: `base × (1 + jitter × r)`, `r` in `[0, 1)`.
+    pub(crate) fn next_delay_with(&mut self, now: Instant, r: f64) -> Duration {
+        let base = self.advance(now);
+        base.saturating_add(spread(base, self.config.jitter, r))
+    }
+
+    /// The next step taken as a spread only: `base × jitter × r`, so that
+    /// waits drawn this way cover the same window length as
+    /// [`next_delay_with`](Self::next_delay_with)'s, starting at zero.
+    pub(crate) fn next_spread_with(&mut self, now: Instant, r: f64) -> Duration {
+        let base = self.advance(now);
+        spread(base, self.config.jitter, r)
     }
 }
-
-impl Backoff {
-    /// Starts over from the initial wait.
-    pub(crate) fn reset(&mut self) {
-        self.base = self.config.initial;
-        self.last = None;
-    }
-}
-
-/// How many waits in a row follow the server's `Retry-After` exactly
-/// (client-go's REST client retries such answers up to 10 times itself,
-/// without touching the reflector's backoff).
-pub(crate) const SERVER_ASKED_IN_A_ROW: u32 = 10;
 
 /// What a failure says about the wait before the next attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,74 +134,95 @@ pub(crate) enum Failure {
     /// The server could not be reached: refused, or the connection broke
     /// before any answer.
     Unreachable,
-    /// The server answered and asked for this wait (`Retry-After`).
+    /// The server answered and asked for this wait (`Retry-After` on a 429
+    /// or 5xx, `retryAfterSeconds` in a `Status`).
     ServerAsked(Duration),
+    /// A watch was answered 410: the version it asked for is gone.
+    Expired,
     /// Anything else.
     Other,
 }
 
-/// The waits between attempts (RF5): client-go's backoff, except that
-/// - a wait the server asks for (`Retry-After` on a 429 or 5xx) is waited
-///   exactly, without growing the backoff, up to [`SERVER_ASKED_IN_A_ROW`]
-///   times in a row;
-/// - once a watch starts or a list succeeds after the server was
-///   unreachable, the backoff starts over: the outage that grew it is
-///   over, and a relist that follows (a 410 for versions older than a
-///   restart) waits the initial backoff, not the outage's.
+/// The waits between attempts (RF5), by [`PacingPreset`].
 #[derive(Debug)]
 pub(crate) struct Pacing {
+    preset: PacingPreset,
     backoff: Backoff,
-    unreachable: bool,
-    server_asked: u32,
+    /// The server was unreachable or asked for waits since a watch last
+    /// delivered an event (or the last spread relist).
+    outage: bool,
+    /// The backoff period of the last spread relist: one per period.
+    spread_period: Option<u64>,
 }
 
 impl Pacing {
-    pub(crate) fn new(config: BackoffConfig) -> Self {
+    pub(crate) fn new(preset: PacingPreset, config: BackoffConfig) -> Self {
         Self {
+            preset,
             backoff: Backoff::new(config),
-            unreachable: false,
-            server_asked: 0,
+            outage: false,
+            spread_period: None,
         }
     }
 
-    /// The wait after `failure`.
+    pub(crate) fn preset(&self) -> PacingPreset {
+        self.preset
+    }
+
+    /// The wait after `failure` ended a watch or a list.
     pub(crate) fn after_failure(&mut self, failure: Failure) -> Duration {
         self.after_failure_with(failure, Instant::now(), rand::random::<f64>())
     }
 
-    /// The wait after `failure` at `now`, `r` choosing the jitter.
+    /// The wait after `failure` at `now`, `r` in `[0, 1)` choosing the
+    /// jitter.
     pub(crate) fn after_failure_with(
         &mut self,
         failure: Failure,
         now: Instant,
         r: f64,
     ) -> Duration {
-        match failure {
-            Failure::Unreachable => {
-                self.unreachable = true;
+        match (self.preset, failure) {
+            (_, Failure::Unreachable) => {
+                self.outage = true;
                 self.backoff.next_delay_with(now, r)
             }
-            Failure::ServerAsked(asked) if self.server_asked < SERVER_ASKED_IN_A_ROW => {
-                self.server_asked += 1;
-                asked
+            (PacingPreset::Kcontrol, Failure::ServerAsked(asked)) => {
+                self.outage = true;
+                self.backoff.next_delay_with(now, r).max(asked)
             }
-            Failure::ServerAsked(asked) => self.backoff.next_delay_with(now, r).max(asked),
-            Failure::Other => self.backoff.next_delay_with(now, r),
+            (PacingPreset::Kcontrol, Failure::Expired) if self.spreads_at(now) => {
+                self.outage = false;
+                self.spread_period = Some(self.backoff.period_at(now));
+                self.backoff.next_spread_with(now, r)
+            }
+            _ => self.backoff.next_delay_with(now, r),
         }
     }
 
-    /// A watch started or a list succeeded.
-    pub(crate) fn succeeded(&mut self) {
-        self.server_asked = 0;
-        if std::mem::take(&mut self.unreachable) {
-            self.backoff.reset();
-        }
+    /// Whether a 410 at `now` relists after a spread rather than a full
+    /// step: after an outage, and not twice in one backoff period (a
+    /// flapping server: the first return is spread, the next ones wait
+    /// client-go's full steps).
+    fn spreads_at(&self, now: Instant) -> bool {
+        self.outage && self.spread_period != Some(self.backoff.period_at(now))
+    }
+
+    /// A request was answered with a wait to honour before sending it
+    /// again (retried at the request level): the server is struggling.
+    pub(crate) fn server_asked(&mut self) {
+        self.outage = true;
+    }
+
+    /// A watch delivered an event: whatever outage there was is over.
+    pub(crate) fn progressed(&mut self) {
+        self.outage = false;
     }
 }
 
-/// `base × (1 + jitter × r)`, `r` clamped to `[0, 1)` and a negative or
+/// `base × jitter × r`, `r` clamped to `[0, 1]` and a negative or
 /// non-finite jitter read as none.
-fn jittered(base: Duration, jitter: f64, r: f64) -> Duration {
+fn spread(base: Duration, jitter: f64, r: f64) -> Duration {
     let jitter = if jitter.is_finite() && jitter > 0.0 {
         jitter
     } else {
@@ -138,7 +233,7 @@ fn jittered(base: Duration, jitter: f64, r: f64) -> Duration {
     } else {
         0.0
     };
-    base.saturating_add(base.mul_f64(jitter * r))
+    base.mul_f64(jitter * r)
 }
 
 /// The `timeoutSeconds` of a watch: uniform in `[min, 2 × min)`, in whole
@@ -163,141 +258,4 @@ pub(crate) fn watch_timeout_seconds(min: Duration, r: f64) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn config() -> BackoffConfig {
-        BackoffConfig {
-            initial: Duration::from_millis(800),
-            max: Duration::from_secs(30),
-            reset_after: Duration::from_secs(120),
-            jitter: 1.0,
-        }
-    }
-
-    #[test]
-    fn rf5_doubles_from_initial_to_the_cap() {
-        let mut b = Backoff::new(config());
-        let t = Instant::now();
-        let waits: Vec<u128> = (0..8)
-            .map(|i| {
-                b.next_delay_with(t + Duration::from_secs(i), 0.0)
-                    .as_millis()
-            })
-            .collect();
-        assert_eq!(waits, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
-    }
-
-    #[test]
-    fn rf5_jitter_adds_up_to_the_jitter_fraction() {
-        let t = Instant::now();
-        for (r, want) in [(0.0, 800), (0.5, 1200), (0.999, 1599)] {
-            let mut b = Backoff::new(config());
-            assert_eq!(b.next_delay_with(t, r).as_millis(), want);
-        }
-        let mut none = Backoff::new(BackoffConfig {
-            jitter: 0.0,
-            ..config()
-        });
-        assert_eq!(none.next_delay_with(t, 0.9).as_millis(), 800);
-        let mut bad = Backoff::new(BackoffConfig {
-            jitter: f64::NAN,
-            ..config()
-        });
-        assert_eq!(bad.next_delay_with(t, 0.9).as_millis(), 800);
-    }
-
-    #[test]
-    fn rf5_resets_after_a_healthy_period() {
-        let mut b = Backoff::new(config());
-        let t = Instant::now();
-        for i in 0..5 {
-            b.next_delay_with(t + Duration::from_secs(i), 0.0);
-        }
-        // within the healthy period: still growing
-        let grown = b.next_delay_with(t + Duration::from_secs(100), 0.0);
-        assert_eq!(grown.as_millis(), 25600);
-        // more than reset_after since the last wait: from the start again
-        let reset = b.next_delay_with(t + Duration::from_secs(221), 0.0);
-        assert_eq!(reset.as_millis(), 800);
-        assert_eq!(
-            b.next_delay_with(t + Duration::from_secs(222), 0.0)
-                .as_millis(),
-            1600
-        );
-    }
-
-    #[test]
-    fn rf5_a_wait_the_server_asks_for_is_waited_exactly_ten_times_in_a_row() {
-        let mut p = Pacing::new(config());
-        let t = Instant::now();
-        let one = Duration::from_secs(1);
-        for _ in 0..SERVER_ASKED_IN_A_ROW {
-            assert_eq!(p.after_failure_with(Failure::ServerAsked(one), t, 0.0), one);
-        }
-        // then the backoff, which the asked-for waits did not grow
-        assert_eq!(
-            p.after_failure_with(Failure::ServerAsked(one), t, 0.0),
-            one.max(Duration::from_millis(800))
-        );
-        assert_eq!(
-            p.after_failure_with(Failure::ServerAsked(Duration::from_secs(5)), t, 0.0),
-            Duration::from_secs(5),
-            "never shorter than asked"
-        );
-        p.succeeded();
-        assert_eq!(p.after_failure_with(Failure::ServerAsked(one), t, 0.0), one);
-    }
-
-    #[test]
-    fn rf5_the_backoff_an_outage_grew_starts_over_once_the_server_answers() {
-        let mut p = Pacing::new(config());
-        let t = Instant::now();
-        let waits: Vec<u128> = (0..4)
-            .map(|_| {
-                p.after_failure_with(Failure::Unreachable, t, 0.0)
-                    .as_millis()
-            })
-            .collect();
-        assert_eq!(waits, [800, 1600, 3200, 6400]);
-        p.succeeded();
-        assert_eq!(
-            p.after_failure_with(Failure::Other, t, 0.0).as_millis(),
-            800,
-            "the relist after a restart's 410 waits the initial backoff"
-        );
-    }
-
-    #[test]
-    fn rf5_failures_of_a_reachable_server_keep_growing_the_backoff() {
-        let mut p = Pacing::new(config());
-        let t = Instant::now();
-        let mut waits = Vec::new();
-        for _ in 0..4 {
-            // list succeeds, the watch fails: no outage, no reset
-            p.succeeded();
-            waits.push(p.after_failure_with(Failure::Other, t, 0.0).as_millis());
-        }
-        assert_eq!(waits, [800, 1600, 3200, 6400]);
-    }
-
-    #[test]
-    fn rf3_watch_timeouts_lie_in_min_to_twice_min() {
-        let five = Duration::from_secs(300);
-        assert_eq!(watch_timeout_seconds(five, 0.0), 300);
-        assert_eq!(watch_timeout_seconds(five, 0.5), 450);
-        assert_eq!(watch_timeout_seconds(five, 0.999_999), 599);
-        assert_eq!(watch_timeout_seconds(five, 1.0), 599);
-        assert_eq!(watch_timeout_seconds(five, f64::NAN), 300);
-        assert_eq!(watch_timeout_seconds(Duration::from_millis(10), 0.7), 1);
-        for i in 0..1000 {
-            let t = watch_timeout_seconds(five, f64::from(i) / 1000.0);
-            assert!((300..600).contains(&t), "{t}");
-        }
-        // the random source covers the range
-        let seen: std::collections::BTreeSet<u32> = (0..2000)
-            .map(|_| watch_timeout_seconds(five, rand::random::<f64>()) / 60)
-            .collect();
-        assert_eq!(seen, (5..10).collect());
-    }
-}
+mod tests;

@@ -1,11 +1,13 @@
 //! [`ReflectorConfig`]: the options of a [`Reflector`](crate::Reflector)
 //! (client-go's reflector fields and `ReflectorOptions`), and
-//! [`BackoffConfig`], how it waits after failures.
+//! [`BackoffConfig`], how it waits after failures (by the rules of its
+//! [`PacingPreset`]).
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backoff::PacingPreset;
 use crate::error::ReflectorError;
 use crate::metrics::ReflectorMetrics;
 
@@ -22,6 +24,8 @@ pub type ErrorHandlerFn = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 /// How a reflector backs off after failures: exponential from `initial`,
 /// doubling up to `max`, with `jitter`, back to `initial` once no backoff
 /// was needed for `reset_after` (client-go: 800 ms, 30 s, 2 min, jitter 1.0).
+/// A success does not reset it: a server that answers and falls over again
+/// keeps clients at the backoff its outages grew (RF5).
 ///
 /// Each wait is `base × (1 + jitter × r)` with `r` uniform in `[0, 1)`,
 /// where `base` starts at `initial` and doubles after each wait up to
@@ -102,6 +106,8 @@ pub struct ReflectorConfig<K> {
     pub min_watch_timeout: Duration,
     /// Waits after failures.
     pub backoff: BackoffConfig,
+    /// Whose rules pace retries (RF5; default kcontrol's).
+    pub pacing: PacingPreset,
 }
 
 impl<K> Default for ReflectorConfig<K> {
@@ -117,6 +123,7 @@ impl<K> Default for ReflectorConfig<K> {
             metrics: None,
             min_watch_timeout: Duration::from_secs(300),
             backoff: BackoffConfig::default(),
+            pacing: PacingPreset::default(),
         }
     }
 }
@@ -134,6 +141,7 @@ impl<K> Clone for ReflectorConfig<K> {
             metrics: self.metrics.clone(),
             min_watch_timeout: self.min_watch_timeout,
             backoff: self.backoff,
+            pacing: self.pacing,
         }
     }
 }
@@ -151,6 +159,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("metrics", &self.metrics.is_some())
             .field("min_watch_timeout", &self.min_watch_timeout)
             .field("backoff", &self.backoff)
+            .field("pacing", &self.pacing)
             .finish()
     }
 }
@@ -228,6 +237,13 @@ impl<K> ReflectorConfig<K> {
     #[must_use]
     pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
         self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`pacing`](Self::pacing).
+    #[must_use]
+    pub fn pacing(mut self, pacing: PacingPreset) -> Self {
+        self.pacing = pacing;
         self
     }
 }

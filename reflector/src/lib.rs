@@ -8,7 +8,8 @@
 //!   or syncs through WatchList, then watches, with client-go's
 //!   resourceVersion rules, 410 handling, backoff and resyncs; the
 //!   contracts RF1–RF9 are listed on its page;
-//! - [`ReflectorConfig`] and [`BackoffConfig`] hold its options;
+//! - [`ReflectorConfig`] and [`BackoffConfig`] hold its options, and
+//!   [`PacingPreset`] chooses kcontrol's pacing or client-go's (RF5);
 //! - [`ReflectorError`] is what its error handler receives;
 //! - [`metrics`] has the [`ReflectorMetrics`] hooks, and with the
 //!   `prometheus` feature an exporter.
@@ -78,9 +79,12 @@ mod list;
 mod lister_watcher;
 pub mod metrics;
 mod reflector;
+mod relist;
+mod retry;
 mod watch;
 mod watch_list;
 
+pub use backoff::PacingPreset;
 pub use config::{BackoffConfig, ErrorHandlerFn, ReflectorConfig, ShouldResyncFn, TransformFn};
 pub use error::ReflectorError;
 pub use lister_watcher::{ListWatch, ListerWatcher, WatchEventStream};

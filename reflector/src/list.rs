@@ -1,18 +1,21 @@
 //! The list phase (RF1, RF2, RF9): list at the version RF1 asks for,
 //! falling back to a consistent read on 410; page through the list,
 //! falling back to one full list when a continue token expires; stream
-//! every object into the FIFO's replace as it is decoded.
+//! every object into the FIFO's replace as it is decoded (buffered after a
+//! relist failed part way, [`crate::relist`]); each page request retried
+//! after the wait its answer asks for ([`crate::retry`]).
 
 use std::time::Instant;
 
 use futures::StreamExt;
 use kcontrol_client::{ListParams, ListStream, ResourceVersionMatch};
-use kcontrol_deltafifo::ReplaceStream;
 use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 
 use crate::error::ReflectorError;
 use crate::reflector::Reflector;
+use crate::relist::Relist;
+use crate::retry::Request;
 
 /// What a successful list brought.
 struct Listed {
@@ -45,13 +48,7 @@ where
             }
             other => other?,
         };
-        {
-            let mut state = self.state.lock();
-            state.last_rv_unavailable = false;
-            state.synced_once = true;
-            state.delivered_floor = None;
-        }
-        self.succeeded();
+        self.sync_finished();
         self.metrics.list_finished(listed.items, started.elapsed());
         tracing::debug!(
             reflector = %self.config.name,
@@ -91,12 +88,15 @@ where
             limit: self.page_limit(rv),
             ..ListParams::default()
         };
-        let mut replace = self.fifo.begin_replace()?;
+        let mut replace = self.begin_relist()?;
         let mut items = 0u64;
         let mut first_page = true;
         let mut fell_back = false;
         let resource_version = loop {
-            let page = match self.lister_watcher.list_stream(&params).await {
+            let sent = self
+                .send_retrying(Request::List, || self.lister_watcher.list_stream(&params))
+                .await;
+            let page = match sent {
                 Ok(stream) => self.drain_page(stream, &mut replace, &mut items).await,
                 Err(e) => Err(ReflectorError::List(e)),
             };
@@ -108,7 +108,7 @@ where
                     // and not older than what they delivered (RF1)
                     self.note_retry(&e);
                     drop(replace);
-                    replace = self.fifo.begin_replace()?;
+                    replace = self.begin_relist()?;
                     let (rv, rv_match) = self.list_target();
                     params = ListParams {
                         resource_version: Some(rv),
@@ -152,7 +152,7 @@ where
     async fn drain_page(
         &self,
         mut stream: ListStream<K>,
-        replace: &mut ReplaceStream<'_, K>,
+        replace: &mut Relist<'_, K>,
         items: &mut u64,
     ) -> Result<Page, ReflectorError> {
         while let Some(obj) = stream.next().await {
@@ -164,7 +164,9 @@ where
                 .map(str::to_owned)
                 .or_else(|| obj.resource_version().map(str::to_owned));
             replace.add(self.prepare(obj)?)?;
-            self.note_delivered(delivered.as_deref());
+            if !replace.is_buffered() {
+                self.note_delivered(delivered.as_deref());
+            }
             *items += 1;
         }
         Ok(Page {

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_client::ResourceVersionMatch;
+use kcontrol_client::{Bookmark, ResourceVersionMatch};
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::{
     ApiResource, DynamicObject, KubeObject, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
@@ -26,7 +26,7 @@ use crate::backoff::Pacing;
 use crate::config::ReflectorConfig;
 use crate::error::ReflectorError;
 use crate::lister_watcher::{ListerWatcher, WatchEventStream};
-use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause};
+use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause, WatchEventType};
 
 /// How often a running reflector checks whether its FIFO was closed.
 const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
@@ -54,6 +54,8 @@ pub(crate) struct SyncState {
     /// What ended the last watch, or made it fail to start (the next
     /// watch's restart cause).
     pub(crate) watch_end_cause: Option<RestartCause>,
+    /// The last list or watch failure, described, until a list succeeds.
+    pub(crate) last_error: Option<String>,
 }
 
 /// Whether resourceVersion `a` is newer than `b`. Versions are opaque to
@@ -89,29 +91,41 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///   bookmarks only advance [`last_sync_resource_version`](Self::last_sync_resource_version);
 /// - **RF4** (client-go's `watch`) a watch that ends normally — or whose
 ///   connection is reset or cut mid-stream — is resumed at once from the
-///   last version without a relist; 429 (waiting at least `Retry-After`)
-///   and a refused connection back off and watch again; everything else
-///   (410, 5xx including 504, other start failures, a watch that ends
-///   without any event in under a second) relists after a backoff, a 410
-///   at the last synced version first;
-/// - **RF5** backoff is exponential from 800 ms to 30 s with jitter, reset
-///   after two healthy minutes ([`BackoffConfig`](crate::BackoffConfig));
+///   last version without a relist; 429, a refused connection and a watch
+///   start answered 5xx with `Retry-After` back off and watch again;
+///   everything else (410, other 5xx including 504, other start failures,
+///   a watch that ends without any event in under a second) relists after
+///   a backoff, a 410 at the last synced version first;
+/// - **RF5** backoff is exponential from 800 ms to 30 s with jitter, and
+///   starts over only after two minutes without one
+///   ([`BackoffConfig`](crate::BackoffConfig)); a request answered 429 or
+///   5xx with `Retry-After` is sent again after exactly that wait, up to
+///   ten times (client-go's REST client); after that, and for a wait asked
+///   in an `ERROR` event, the wait is never shorter than asked; the relist
+///   a 410 calls for after an outage is spread over the backoff instead of
+///   waiting it; [`PacingPreset::ClientGo`](crate::PacingPreset) follows
+///   client-go's rules instead;
 /// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the
 ///   state comes from a watch with `sendInitialEvents=true`: the initial
 ///   events (changes and plain bookmarks among them applied too) stream
 ///   into [`DeltaFifo::begin_replace`], which is finished at the bookmark
 ///   annotated `k8s.io/initial-events-end`; a stream or request that fails
-///   before it deletes nothing, and that attempt lists instead (client-go);
-///   the next attempt tries WatchList again;
+///   before it deletes nothing; a refused or throttled one is tried again
+///   after a backoff, any other failure lists instead for that attempt
+///   (client-go); the next attempt tries WatchList again;
 /// - **RF7** a watch event that does not decode, or holds an object of
 ///   another kind, is an error that restarts the watch (from the last
 ///   version; after three such failures in a row without progress, a
-///   relist) — never a panic, never a silent skip;
+///   relist) — never a panic, never a silent skip; an event of a type the
+///   client does not know relists (client-go's decoder rejects it);
 /// - **RF8** after any sequence of faults the FIFO's consumer converges to
 ///   the server's state;
 /// - **RF9** a relist never holds the list: each object is decoded and
 ///   queued as it arrives, page by page, and the replace is finished after
-///   the last page (or dropped, deleting nothing, if a page fails).
+///   the last page (or dropped, deleting nothing, if a page fails); after
+///   such a failure, until a relist completes, relists are buffered and
+///   applied whole, and [`relist_incomplete`](Self::relist_incomplete) is
+///   true.
 ///
 /// It also resyncs the FIFO every [`resync_period`](ReflectorConfig::resync_period)
 /// (when [`should_resync`](ReflectorConfig::should_resync) agrees), calls
@@ -168,7 +182,7 @@ where
             .unwrap_or_else(|| Arc::new(NoopReflectorMetrics));
         Self {
             expected: lister_watcher.api_resource(),
-            pacing: Mutex::new(Pacing::new(config.backoff)),
+            pacing: Mutex::new(Pacing::new(config.pacing, config.backoff)),
             lister_watcher,
             fifo,
             config,
@@ -182,6 +196,14 @@ where
     /// `None` before the first sync.
     pub fn last_sync_resource_version(&self) -> Option<String> {
         self.state.lock().last_sync_rv.clone()
+    }
+
+    /// The last list or watch failure since the last successful list (or
+    /// WatchList sync), described for a person: `None` while healthy. A
+    /// resource the server does not serve (404) says so, which is what a
+    /// cache that never syncs usually means (a CRD not installed).
+    pub fn last_error(&self) -> Option<String> {
+        self.state.lock().last_error.clone()
     }
 
     /// The reflector's name.
@@ -255,16 +277,27 @@ where
     /// and supported (returning the watch to go on with), else a list.
     async fn sync(&self) -> Result<Option<WatchEventStream<K>>, ReflectorError> {
         if self.config.use_watch_list {
-            match self.watch_list().await {
-                Ok(stream) => return Ok(Some(stream)),
-                Err(e) if e.is_fifo_closed() => return Err(e),
-                // client-go: any WatchList failure falls back to a list for
-                // this attempt (making progress beats waiting); the next
-                // attempt tries WatchList again (a 403 while RBAC propagates
-                // must not turn it off for good)
-                Err(e) => {
-                    tracing::warn!(reflector = %self.config.name, error = %e, "WatchList failed; listing instead for this attempt");
-                    self.metrics.failure();
+            loop {
+                let preset = self.pacing.lock().preset();
+                match self.watch_list().await {
+                    Ok(stream) => return Ok(Some(stream)),
+                    Err(e) if e.is_fifo_closed() => return Err(e),
+                    // client-go: a server refusing connections or asking for a
+                    // wait (429) gets WatchList again after a backoff: a list
+                    // would cost it more (RF6)
+                    Err(e) if e.retries_watch_list(preset) => {
+                        self.note_retry(&e);
+                        tokio::time::sleep(self.next_backoff(&e)).await;
+                    }
+                    // client-go: any other WatchList failure falls back to a
+                    // list for this attempt (making progress beats waiting); the
+                    // next attempt tries WatchList again (a 403 while RBAC
+                    // propagates must not turn it off for good)
+                    Err(e) => {
+                        tracing::warn!(reflector = %self.config.name, error = %e, "WatchList failed; listing instead for this attempt");
+                        self.metrics.failure();
+                        break;
+                    }
                 }
             }
         }
@@ -322,8 +355,43 @@ where
     /// to `newest` into the FIFO (cleared when it succeeds).
     pub(crate) fn note_delivered(&self, newest: Option<&str>) {
         if let Some(rv) = newest {
-            keep_newest(&mut self.state.lock().delivered_floor, rv);
+            let started = {
+                let mut state = self.state.lock();
+                let started = state.delivered_floor.is_none();
+                keep_newest(&mut state.delivered_floor, rv);
+                started && state.delivered_floor.is_some()
+            };
+            if started {
+                self.metrics.relist_incomplete(true);
+            }
         }
+    }
+
+    /// A list or WatchList completed its replace: the last version is
+    /// available again, and nothing is left half delivered.
+    pub(crate) fn sync_finished(&self) {
+        let was_incomplete = {
+            let mut state = self.state.lock();
+            state.last_rv_unavailable = false;
+            state.synced_once = true;
+            state.last_error = None;
+            state.delivered_floor.take().is_some()
+        };
+        if was_incomplete {
+            self.metrics.relist_incomplete(false);
+        }
+    }
+
+    /// Whether a list or WatchList has delivered part of a new state into
+    /// the FIFO without completing it: while it streams, or after it failed
+    /// part way until a relist completes. Meanwhile the store may hold
+    /// objects at the newer version beside objects that state no longer
+    /// has (the completed replace deletes them). Relists after such a
+    /// failure are buffered and applied whole (RF9), so none of them can
+    /// leave it so. Also reported as
+    /// [`ReflectorMetrics::relist_incomplete`].
+    pub fn relist_incomplete(&self) -> bool {
+        self.state.lock().delivered_floor.is_some()
     }
 
     /// The wait before the next attempt after `error` (RF5).
@@ -360,9 +428,9 @@ where
         self.state.lock().watch_end_cause = Some(cause);
     }
 
-    /// A watch started or a list succeeded (RF5).
-    pub(crate) fn succeeded(&self) {
-        self.pacing.lock().succeeded();
+    /// A watch delivered an event: an outage is over (RF5).
+    pub(crate) fn progressed(&self) {
+        self.pacing.lock().progressed();
     }
 
     /// A failure the reflector heals at once (a list retried at `""`, an
@@ -371,6 +439,7 @@ where
     /// of failures that end a ListAndWatch iteration.
     pub(crate) fn note_retry(&self, error: &ReflectorError) {
         self.metrics.failure();
+        self.state.lock().last_error = Some(error.describe());
         tracing::debug!(reflector = %self.config.name, %error, "retrying");
     }
 
@@ -378,6 +447,7 @@ where
     /// handler, the log and the metrics.
     pub(crate) fn report(&self, error: &ReflectorError) {
         self.metrics.failure();
+        self.state.lock().last_error = Some(error.describe());
         if error.is_expired() {
             tracing::debug!(reflector = %self.config.name, %error, "resourceVersion expired");
         } else {
@@ -410,6 +480,20 @@ where
             Some(types) => {
                 self.check_type_meta(expected, Some(&types.api_version), Some(&types.kind))
             }
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a bookmark and rejects one that names another resource's type
+    /// (a dynamic reflector's check; typed objects check when they decode).
+    pub(crate) fn accept_bookmark(&self, bookmark: &Bookmark) -> Result<(), ReflectorError> {
+        self.metrics.watch_event(WatchEventType::Bookmark);
+        match &self.expected {
+            Some(expected) => self.check_type_meta(
+                expected,
+                bookmark.api_version.as_deref(),
+                bookmark.kind.as_deref(),
+            ),
             None => Ok(()),
         }
     }

@@ -16,6 +16,7 @@ use crate::error::{Recovery, ReflectorError};
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::{RestartCause, WatchEventType};
 use crate::reflector::Reflector;
+use crate::retry::Request;
 
 /// A watch that ends without events sooner than this counts as a failure.
 const SHORT_WATCH: Duration = Duration::from_secs(1);
@@ -56,6 +57,7 @@ where
             self.metrics.watch_ended(events, elapsed);
             if events > 0 {
                 bad_in_a_row = 0;
+                self.progressed();
             }
             match ended {
                 Ok(()) if events == 0 && elapsed < SHORT_WATCH && !continued => {
@@ -80,7 +82,8 @@ where
         bad_in_a_row: &mut u32,
     ) -> Result<(), ReflectorError> {
         self.watch_ended_by(error.restart_cause());
-        match error.watch_recovery() {
+        let preset = self.pacing.lock().preset();
+        match error.watch_recovery(preset) {
             Recovery::Relist => return Err(error),
             Recovery::Rewatch => {}
             Recovery::RewatchUnlessRepeated => {
@@ -91,7 +94,7 @@ where
                 }
             }
         }
-        match error.watch_recovery() {
+        match error.watch_recovery(preset) {
             // RF7: bad data is never silent (client-go would even relist)
             Recovery::RewatchUnlessRepeated => self.report(&error),
             // 429, an unreachable server: healed by watching again
@@ -110,13 +113,9 @@ where
         ));
         self.watch_starting();
         tracing::trace!(reflector = %self.config.name, resource_version = %rv, "watch");
-        let stream = self
-            .lister_watcher
-            .watch(&params, &rv)
+        self.send_retrying(Request::Watch, || self.lister_watcher.watch(&params, &rv))
             .await
-            .map_err(ReflectorError::WatchStart)?;
-        self.succeeded();
-        Ok(stream)
+            .map_err(ReflectorError::WatchStart)
     }
 
     /// Applies a watch's events until it ends: `Ok` when the server ended
@@ -168,27 +167,17 @@ where
                 rv
             }
             WatchEvent::Bookmark(bookmark) => {
-                self.metrics.watch_event(WatchEventType::Bookmark);
-                if let Some(expected) = &self.expected {
-                    self.check_type_meta(
-                        expected,
-                        bookmark.api_version.as_deref(),
-                        bookmark.kind.as_deref(),
-                    )?;
-                }
+                self.accept_bookmark(&bookmark)?;
                 Some(bookmark.metadata.resource_version)
             }
             WatchEvent::Error(status) => {
                 self.metrics.watch_event(WatchEventType::Error);
                 return Err(ReflectorError::WatchEvent(Box::new(status)));
             }
-            // client-go logs an event it does not understand and goes on
-            WatchEvent::Unknown {
-                event_type,
-                resource_version,
-            } => {
-                tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
-                resource_version
+            // client-go's watch decoder rejects a type it does not know:
+            // its change is lost, so the reflector relists (RF7)
+            WatchEvent::Unknown { event_type, .. } => {
+                return Err(ReflectorError::UnknownEventType(event_type));
             }
         };
         // an event without a version (no real server sends one) is applied

@@ -18,6 +18,7 @@ use crate::error::ReflectorError;
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::WatchEventType;
 use crate::reflector::{keep_newest, Reflector};
+use crate::retry::Request;
 
 /// Whether a watch request's error says the server refuses WatchList
 /// (an old server rejecting `sendInitialEvents` or `resourceVersionMatch`
@@ -75,14 +76,16 @@ where
         self.watch_starting();
         let started = Instant::now();
         tracing::trace!(reflector = %self.config.name, resource_version = %rv, "watch-list");
-        let stream = match self.lister_watcher.watch(&params, &rv).await {
+        let sent = self
+            .send_retrying(Request::Watch, || self.lister_watcher.watch(&params, &rv))
+            .await;
+        let stream = match sent {
             Ok(stream) => stream,
             Err(e) if refuses_watch_list(&e) => {
                 return Err(unsupported(&format!("the watch was answered with {e}")))
             }
             Err(e) => return Err(ReflectorError::WatchStart(e)),
         };
-        self.succeeded();
         self.stream_initial_events(stream, started).await
     }
 
@@ -93,7 +96,7 @@ where
         mut stream: WatchEventStream<K>,
         started: Instant,
     ) -> Result<WatchEventStream<K>, ReflectorError> {
-        let mut replace = self.fifo.begin_replace()?;
+        let mut replace = self.begin_relist()?;
         let mut items = 0u64;
         loop {
             let event = match stream.next().await {
@@ -110,14 +113,7 @@ where
                     items += 1;
                 }
                 WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
-                    self.metrics.watch_event(WatchEventType::Bookmark);
-                    if let Some(expected) = &self.expected {
-                        self.check_type_meta(
-                            expected,
-                            bookmark.api_version.as_deref(),
-                            bookmark.kind.as_deref(),
-                        )?;
-                    }
+                    self.accept_bookmark(&bookmark)?;
                     let rv = bookmark.metadata.resource_version;
                     if rv.is_empty() {
                         return Err(ReflectorError::MissingResourceVersion(
@@ -125,12 +121,7 @@ where
                         ));
                     }
                     replace.finish(rv.as_str())?;
-                    {
-                        let mut state = self.state.lock();
-                        state.last_rv_unavailable = false;
-                        state.synced_once = true;
-                        state.delivered_floor = None;
-                    }
+                    self.sync_finished();
                     self.metrics.list_finished(items, started.elapsed());
                     tracing::debug!(reflector = %self.config.name, resource_version = %rv, items, "watch-list synced");
                     self.set_last_sync_rv(rv);
@@ -140,16 +131,7 @@ where
                 // ones) send changes and plain bookmarks among the initial
                 // events: applied, as client-go applies them to its
                 // temporary store
-                WatchEvent::Bookmark(bookmark) => {
-                    self.metrics.watch_event(WatchEventType::Bookmark);
-                    if let Some(expected) = &self.expected {
-                        self.check_type_meta(
-                            expected,
-                            bookmark.api_version.as_deref(),
-                            bookmark.kind.as_deref(),
-                        )?;
-                    }
-                }
+                WatchEvent::Bookmark(bookmark) => self.accept_bookmark(&bookmark)?,
                 WatchEvent::Modified(obj) => {
                     self.metrics.watch_event(WatchEventType::Modified);
                     let delivered = obj.resource_version().map(str::to_owned);
@@ -159,7 +141,7 @@ where
                 WatchEvent::Deleted(obj) => {
                     self.metrics.watch_event(WatchEventType::Deleted);
                     let delivered = obj.resource_version().map(str::to_owned);
-                    replace.remove(&self.prepare(obj)?)?;
+                    replace.remove(self.prepare(obj)?)?;
                     self.note_delivered(delivered.as_deref());
                 }
                 WatchEvent::Error(status) => {
@@ -167,7 +149,7 @@ where
                     return Err(ReflectorError::WatchEvent(Box::new(status)));
                 }
                 WatchEvent::Unknown { event_type, .. } => {
-                    tracing::warn!(reflector = %self.config.name, %event_type, "skipping a watch event of an unknown type");
+                    return Err(ReflectorError::UnknownEventType(event_type));
                 }
             }
         }

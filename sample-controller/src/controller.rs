@@ -15,6 +15,7 @@
 //! (syncs in flight finish, 30 s at most), the last events flushed, the
 //! Lease released.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,9 @@ use kcontrol_client::Client;
 use kcontrol_controller::handlers::EnqueueHandler;
 use kcontrol_controller::predicate::{Change, Predicate};
 use kcontrol_controller::workers::{run_workers_with, ShutdownReport, WorkerError, WorkerOptions};
-use kcontrol_controller::{Health, LeaderElectionConfig, LeaderElector};
+use kcontrol_controller::{
+    Health, LeaderElectionConfig, LeaderElector, ShardGate, Sharder, ShardingConfig, ShardingError,
+};
 use kcontrol_indexer::Lister;
 use kcontrol_informer::{
     BackoffConfig, HandlerRegistration, HasSynced, InformerFactory, SharedIndexInformer,
@@ -40,8 +43,11 @@ use crate::backend::ClusterBackend;
 use crate::deployment::LeanDeployment;
 use crate::foo::Foo;
 use crate::metrics::{ControllerCollector, SharedRegistry};
+use crate::reconcile_log::ReconcileLog;
 use crate::stats::ControllerStats;
 use crate::sync::SyncHandler;
+use k8s_openapi::api::apps::v1::Deployment;
+use kcontrol_indexer::{KubeObject, TypedResource};
 
 /// The name the controller reports events and metrics as.
 pub const CONTROLLER_NAME: &str = "sample-controller";
@@ -72,6 +78,10 @@ pub struct ControllerOptions {
     pub health: Option<Health>,
     /// Run the workers only while holding this Lease (`None`: always).
     pub leader_election: Option<LeaderElectionConfig>,
+    /// Reconcile only this replica's share of the Foos (`None`: all).
+    pub sharding: Option<ShardingConfig>,
+    /// Append a line per reconcile to this file (`--reconcile-log`).
+    pub reconcile_log: Option<PathBuf>,
 }
 
 impl Default for ControllerOptions {
@@ -84,6 +94,8 @@ impl Default for ControllerOptions {
             reflector_backoff: BackoffConfig::default(),
             health: None,
             leader_election: None,
+            sharding: None,
+            reconcile_log: None,
         }
     }
 }
@@ -103,6 +115,13 @@ pub enum ControllerError {
     /// The workers could not start.
     #[error(transparent)]
     Workers(#[from] WorkerError),
+    /// Sharding could not start (a bad configuration, or together with
+    /// leader election).
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
+    /// The reconcile log could not be opened.
+    #[error("opening the reconcile log: {0}")]
+    ReconcileLog(#[source] std::io::Error),
     /// `run` was called again: a controller runs once (its informers and
     /// queue are stopped after the first run).
     #[error("the controller has run already; build a new one to run again")]
@@ -124,6 +143,17 @@ pub struct Controller {
     elector: Option<Arc<LeaderElector>>,
     lost_leadership: AtomicBool,
     ran: AtomicBool,
+    client: Client,
+    sharding: Option<Sharded>,
+    lost_membership: AtomicBool,
+    log: Option<Arc<ReconcileLog>>,
+}
+
+/// A sharded controller's parts.
+struct Sharded {
+    config: ShardingConfig,
+    gate: ShardGate,
+    sharder: Sharder,
 }
 
 impl std::fmt::Debug for Controller {
@@ -164,6 +194,17 @@ impl Controller {
         if let Some(namespace) = &options.namespace {
             factory = factory.namespace(namespace.clone());
         }
+        if let Some(sharding) = &options.sharding {
+            if options.leader_election.is_some() {
+                return Err(ShardingError::Config(
+                    "sharding elects its sharder itself: leave leader election off".into(),
+                )
+                .into());
+            }
+            sharding.validate()?;
+            // this replica's share only: Foos and Deployments of its member
+            factory = factory.label_selector(sharding.selector());
+        }
         if let Some(registry) = registry {
             factory = factory.registry(&mut registry.lock());
         }
@@ -186,6 +227,37 @@ impl Controller {
             ))?,
         ];
 
+        let sharding = options.sharding.map(|config| {
+            let gate = ShardGate::new(&config);
+            let sharder = Sharder::new(client.clone(), config.clone())
+                .namespace(options.namespace.clone())
+                .shard::<Foo>()
+                .owns::<Foo, Deployment>();
+            Sharded {
+                config,
+                gate,
+                sharder,
+            }
+        });
+        if let Some(sharded) = &sharding {
+            // drains of this member's Foos are acknowledged once no sync
+            // of the key is in flight
+            foos_informer.add_event_handler(
+                sharded
+                    .gate
+                    .drain_handler::<Foo>(client.clone(), Foo::api_resource()),
+            )?;
+        }
+        let replica = sharding.as_ref().map_or_else(
+            || format!("pid-{}", std::process::id()),
+            |s| s.config.member.clone(),
+        );
+        let log = match &options.reconcile_log {
+            None => None,
+            Some(path) => Some(Arc::new(
+                ReconcileLog::open(path, replica).map_err(ControllerError::ReconcileLog)?,
+            )),
+        };
         let backend = ClusterBackend::new(
             foos_informer.lister(),
             deployments_informer.lister(),
@@ -221,7 +293,7 @@ impl Controller {
         let elector = match options.leader_election {
             None => None,
             Some(config) => {
-                let mut elector = LeaderElector::new(client, config)?;
+                let mut elector = LeaderElector::new(client.clone(), config)?;
                 if let Some(registry) = registry {
                     elector = elector.with_registry(&mut registry.lock());
                 }
@@ -241,6 +313,10 @@ impl Controller {
             elector,
             lost_leadership: AtomicBool::new(false),
             ran: AtomicBool::new(false),
+            client,
+            sharding,
+            lost_membership: AtomicBool::new(false),
+            log,
         })
     }
 
@@ -287,6 +363,18 @@ impl Controller {
         self.lost_leadership.load(Ordering::SeqCst)
     }
 
+    /// Whether this replica lost its ring membership (its member Lease was
+    /// not renewed in time: it stopped reconciling and [`Controller::run`]
+    /// returned).
+    pub fn lost_membership(&self) -> bool {
+        self.lost_membership.load(Ordering::SeqCst)
+    }
+
+    /// The shard gate, when sharded.
+    pub fn shard_gate(&self) -> Option<&ShardGate> {
+        self.sharding.as_ref().map(|s| &s.gate)
+    }
+
     /// The leader elector, with `--leader-elect`.
     pub fn leader_elector(&self) -> Option<&Arc<LeaderElector>> {
         self.elector.as_ref()
@@ -299,11 +387,31 @@ impl Controller {
         stop: &CancellationToken,
     ) -> JoinHandle<Result<ShutdownReport, WorkerError>> {
         let handler = Arc::clone(&self.handler);
+        let gate = self.sharding.as_ref().map(|s| s.gate.clone());
+        let log = self.log.clone();
+        let foos = self.foos();
         let sync = move |key: String| {
             let handler = Arc::clone(&handler);
+            // sharded: only while this replica owns the Foo, undrained
+            let admitted = gate.as_ref().map(|gate| {
+                let foo = foos.store().get_by_key(&key);
+                gate.enter(&key, foo.as_ref().map(|f| f.labels()))
+            });
+            let log = log.clone();
             async move {
+                let in_flight = match admitted {
+                    Some(None) => return Ok(()),
+                    Some(Some(in_flight)) => Some(in_flight),
+                    None => None,
+                };
+                let start = crate::reconcile_log::now_nanos();
                 let span = tracing::info_span!("sync", key = %key);
-                let outcome = handler.sync(&key).instrument(span).await?;
+                let outcome = handler.sync(&key).instrument(span).await;
+                if let Some(log) = &log {
+                    log.record(&key, start, crate::reconcile_log::now_nanos());
+                }
+                drop(in_flight);
+                let outcome = outcome?;
                 tracing::trace!(%key, ?outcome, "synced");
                 Ok::<(), crate::sync::SyncError>(())
             }
@@ -331,6 +439,32 @@ impl Controller {
         if self.ran.swap(true, Ordering::SeqCst) {
             return Err(ControllerError::AlreadyRun);
         }
+        let Some(sharded) = &self.sharding else {
+            return self.run_replica(shutdown).await;
+        };
+        let ran = kcontrol_controller::sharding::run_sharded(
+            self.client.clone(),
+            sharded.config.clone(),
+            sharded.sharder.clone(),
+            sharded.gate.clone(),
+            shutdown,
+            |stop| self.run_replica(stop),
+        )
+        .await;
+        match ran {
+            Ok(Some(result)) => result,
+            Ok(None) => Ok(()),
+            Err(ShardingError::Membership(e)) => {
+                tracing::error!(error = %e, "ring membership lost");
+                self.lost_membership.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`run`](Self::run) of one replica (sharded or not).
+    async fn run_replica(&self, shutdown: CancellationToken) -> Result<(), ControllerError> {
         let informers_stop = CancellationToken::new();
         let synced = match self.factory.start(&informers_stop) {
             Ok(()) => self.wait_for_caches(&shutdown).await,

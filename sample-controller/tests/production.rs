@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kcontrol_client::{Client, RateLimit};
-use kcontrol_testserver::{TestServer, Verb};
+use kcontrol_testserver::{eventually_within, try_eventually_within, TestServer, Verb};
 use sample_controller::embedded::{client_for, demo_foo};
 use sample_controller::Foo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -79,24 +79,16 @@ impl Replica {
 
     /// Waits for a stderr line containing every one of `parts`.
     async fn wait_for_line(&self, parts: &[&str]) -> String {
-        let deadline = Instant::now() + SAFETY;
-        loop {
-            if let Some(line) = self
-                .lines
+        let line = try_eventually_within(format!("a line with {parts:?}"), SAFETY, async || {
+            self.lines
                 .lock()
                 .unwrap()
                 .iter()
                 .find(|l| parts.iter().all(|p| l.contains(p)))
-            {
-                return line.clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no line with {parts:?}:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+                .cloned()
+        })
+        .await;
+        line.unwrap_or_else(|e| panic!("{e}:\n{}", self.stderr()))
     }
 
     /// The address of its metrics server, from its log.
@@ -115,18 +107,11 @@ impl Replica {
     }
 
     async fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + SAFETY;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let exited = try_eventually_within("the replica to exit", SAFETY, async || {
+            self.child.try_wait().unwrap()
+        })
+        .await;
+        exited.unwrap_or_else(|e| panic!("{e}:\n{}", self.stderr()))
     }
 }
 
@@ -199,32 +184,24 @@ fn holder(server: &TestServer) -> Option<String> {
 }
 
 async fn wait_holder(server: &TestServer, identity: &str, replica: &Replica) -> Instant {
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        if holder(server).as_deref() == Some(identity) {
-            return Instant::now();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{identity} never held the lease (holder {:?}):\n{}",
-            holder(server),
-            replica.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let held = try_eventually_within(
+        format!("{identity} to hold the lease"),
+        SAFETY,
+        async || (holder(server).as_deref() == Some(identity)).then(Instant::now),
+    )
+    .await;
+    held.unwrap_or_else(|e| panic!("{e} (holder {:?}):\n{}", holder(server), replica.stderr()))
 }
 
 async fn wait_deployment(server: &TestServer, i: u32) {
     let name = format!("example-foo-{i}");
-    let deadline = Instant::now() + SAFETY;
-    while server
-        .objects()
-        .get("deployments.apps", "default", &name)
-        .is_none()
-    {
-        assert!(Instant::now() < deadline, "no Deployment {name}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually_within(format!("Deployment {name}"), SAFETY, async || {
+        server
+            .objects()
+            .get("deployments.apps", "default", &name)
+            .is_some()
+    })
+    .await;
 }
 
 /// The identities that wrote Deployments, in the order of the writes.
@@ -414,16 +391,14 @@ async fn scrape_until(
     what: &str,
     done: impl Fn(&BTreeMap<String, f64>, &str) -> bool,
 ) -> BTreeMap<String, f64> {
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        let text = text_of(addr).await;
-        let samples = scrape_samples(&text);
-        if done(&samples, &text) {
-            return samples;
-        }
-        assert!(Instant::now() < deadline, "{what}:\n{text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut last = String::new();
+    let scraped = try_eventually_within(what, SAFETY, async || {
+        last = text_of(addr).await;
+        let samples = scrape_samples(&last);
+        done(&samples, &last).then_some(samples)
+    })
+    .await;
+    scraped.unwrap_or_else(|e| panic!("{e}:\n{last}"))
 }
 
 /// The observation count of the histogram `metric` with label `key=value`.
@@ -469,15 +444,14 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
     sample_controller::artifacts::install_foo_crd(&s.client, Duration::from_secs(30))
         .await
         .unwrap();
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        let (code, body) = get(addr, "/readyz").await;
-        if code == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never ready: {body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut body = String::new();
+    let ready = try_eventually_within("/readyz to answer 200", SAFETY, async || {
+        let (code, text) = get(addr, "/readyz").await;
+        body = text;
+        code == 200
+    })
+    .await;
+    assert!(ready.is_ok(), "never ready: {body}");
     wait_holder(&s.server, "a", &a).await;
     // The Lease names its holder as soon as the server stored it; the
     // elector sets its gauge once the answer is back: wait for the gauge.
@@ -541,7 +515,7 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
         "{after:?}"
     );
 
-    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/health.rs)
+    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/it/health.rs)
     a.signal("-TERM");
     assert_eq!(a.wait_exit().await.code(), Some(0), "{}", a.stderr());
 }

@@ -6,6 +6,7 @@
 //! 503s and an initializing watch cache, then 410 for versions older than
 //! the restart). Shared by the library handle and the admin HTTP endpoint.
 
+use crate::flow_control::FlowControl;
 use crate::http::request::Verb;
 use crate::rest::Core;
 use parking_lot::Mutex;
@@ -24,7 +25,8 @@ pub enum Failure {
     },
     /// 500 `InternalError`.
     InternalError,
-    /// 503 `ServiceUnavailable`.
+    /// 503 `ServiceUnavailable` with `Retry-After: 1`, as kube-apiserver
+    /// answers while it cannot serve (starting, storage unavailable).
     ServiceUnavailable,
 }
 
@@ -81,6 +83,20 @@ pub struct Restart {
     pub initializing: Duration,
 }
 
+/// A server that keeps falling over, as [`Faults::flap`] plays it: `times`
+/// restarts, each down for `down` (port closed, connections cut, history
+/// lost as in [`Faults::restart`]) and then up for `up` before the next
+/// one (the last one stays up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flapping {
+    /// How long each restart keeps the port closed.
+    pub down: Duration,
+    /// How long the server answers between two restarts.
+    pub up: Duration,
+    /// How many restarts.
+    pub times: u32,
+}
+
 /// Whether the server listens, as the accept loop and [`Faults::restart`]
 /// share it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +131,8 @@ struct InjectedFailures {
     scope: FaultScope,
     /// The end of a window of failures ([`Faults::fail_for`]).
     until: Option<std::time::Instant>,
+    /// Only WatchList requests ([`Faults::fail_watch_lists_for`]).
+    watch_lists_only: bool,
 }
 
 /// The fault-injection handle (cheap to clone).
@@ -131,6 +149,7 @@ impl std::fmt::Debug for Faults {
 
 pub(crate) struct FaultState {
     core: Arc<Core>,
+    flow_control: Arc<FlowControl>,
     latency_ms: AtomicU64,
     failures: Mutex<Vec<InjectedFailures>>,
     lagging: Mutex<Option<Lagging>>,
@@ -144,6 +163,7 @@ pub(crate) struct FaultState {
     foreign: AtomicU64,
     close_epoch: watch::Sender<u64>,
     paused: watch::Sender<bool>,
+    restarts: AtomicU64,
 }
 
 fn take_one(counter: &AtomicU64) -> bool {
@@ -153,10 +173,11 @@ fn take_one(counter: &AtomicU64) -> bool {
 }
 
 impl Faults {
-    pub(crate) fn new(core: Arc<Core>) -> Self {
+    pub(crate) fn new(core: Arc<Core>, flow_control: Arc<FlowControl>) -> Self {
         Self {
             inner: Arc::new(FaultState {
                 core,
+                flow_control,
                 latency_ms: AtomicU64::new(0),
                 failures: Mutex::new(Vec::new()),
                 lagging: Mutex::new(None),
@@ -170,6 +191,7 @@ impl Faults {
                 foreign: AtomicU64::new(0),
                 close_epoch: watch::Sender::new(0),
                 paused: watch::Sender::new(false),
+                restarts: AtomicU64::new(0),
             }),
         }
     }
@@ -217,6 +239,7 @@ impl Faults {
                 remaining: n,
                 scope,
                 until: None,
+                watch_lists_only: false,
             });
         }
     }
@@ -230,7 +253,60 @@ impl Faults {
             remaining: u64::MAX,
             scope,
             until: Some(std::time::Instant::now() + duration),
+            watch_lists_only: false,
         });
+    }
+
+    /// Every WatchList request (a watch with `sendInitialEvents=true`)
+    /// fails with `failure` for the next `duration`; plain watches and
+    /// lists are served (a server whose priority and fairness throttles the
+    /// expensive initial-events streams, say).
+    pub fn fail_watch_lists_for(&self, duration: Duration, failure: Failure) {
+        self.inner.failures.lock().push(InjectedFailures {
+            failure,
+            remaining: u64::MAX,
+            scope: FaultScope {
+                verb: Some(Verb::Watch),
+                resource: None,
+            },
+            until: Some(std::time::Instant::now() + duration),
+            watch_lists_only: true,
+        });
+    }
+
+    /// At most `limit` API requests in flight (`None`: no limit); beyond
+    /// it, 429 with `Retry-After: 1`, as kube-apiserver's priority and
+    /// fairness rejects what it cannot seat ([`crate::flow_control`]: a watch
+    /// holds its seat only until its initial events are sent).
+    pub fn limit_in_flight(&self, limit: Option<usize>) {
+        self.inner.flow_control.set_limit(limit);
+    }
+
+    /// Restarts the server `flapping.times` times ([`Faults::restart`]
+    /// with no 503 or watch-cache phase), up for `flapping.up` between two
+    /// restarts. Returns once the last restart is over (or the server has
+    /// shut down).
+    pub async fn flap(&self, flapping: Flapping) {
+        let restart = Restart {
+            down: flapping.down,
+            unavailable: Duration::ZERO,
+            initializing: Duration::ZERO,
+        };
+        for i in 0..flapping.times {
+            if i > 0 {
+                tokio::time::sleep(flapping.up).await;
+            }
+            self.restart(restart).await;
+            if matches!(*self.inner.listening.borrow(), Listening::Stopped) {
+                return;
+            }
+        }
+    }
+
+    /// How many restarts ([`Faults::restart`], [`Faults::flap`]) the
+    /// server has come back from.
+    pub fn restarts(&self) -> u64 {
+        self.inner.restarts.load(Ordering::SeqCst)
     }
 
     /// The next `requests` lists and watches that a watch cache serves are
@@ -347,22 +423,32 @@ impl Faults {
         s.paused.send_replace(false);
     }
 
+    pub(crate) fn flow_control(&self) -> &FlowControl {
+        &self.inner.flow_control
+    }
+
     pub(crate) fn latency(&self) -> Duration {
         Duration::from_millis(self.inner.latency_ms.load(Ordering::SeqCst))
     }
 
     /// Takes one injected failure for this request, if any applies.
+    ///
+    /// `watch_list`: the request is a WatchList (a watch with
+    /// `sendInitialEvents=true`).
     pub(crate) fn take_failure(
         &self,
         verb: Option<Verb>,
         resource: Option<ScopedResource<'_>>,
+        watch_list: bool,
     ) -> Option<Failure> {
         let mut list = self.inner.failures.lock();
         let now = std::time::Instant::now();
         list.retain(|f| f.until.is_none_or(|until| now < until));
-        let idx = list
-            .iter()
-            .position(|f| f.remaining > 0 && f.scope.matches(verb, resource))?;
+        let idx = list.iter().position(|f| {
+            f.remaining > 0
+                && f.scope.matches(verb, resource)
+                && (watch_list || !f.watch_lists_only)
+        })?;
         let entry = list.get_mut(idx)?;
         entry.remaining -= 1;
         let failure = entry.failure;
@@ -420,6 +506,7 @@ impl Faults {
             unavailable_until,
             initializing_until: unavailable_until + restart.initializing,
         });
+        self.inner.restarts.store(restarts, Ordering::SeqCst);
         self.inner
             .listening
             .send_replace(Listening::Up { restarts });
@@ -514,7 +601,7 @@ mod tests {
         let deployments = || scope(None, Some("deployments"));
         faults.fail_for(Duration::ZERO, Failure::InternalError, deployments());
         assert_eq!(
-            faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS)),
+            faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS), false),
             None
         );
         assert!(faults.inner.failures.lock().is_empty());
@@ -526,17 +613,46 @@ mod tests {
         );
         for _ in 0..1_000 {
             assert_eq!(
-                faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS)),
+                faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS), false),
                 Some(Failure::ServiceUnavailable)
             );
         }
         assert_eq!(
-            faults.take_failure(Some(Verb::List), Some(CONFIGMAPS)),
+            faults.take_failure(Some(Verb::List), Some(CONFIGMAPS), false),
             None
         );
         faults.reset();
         assert_eq!(
-            faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS)),
+            faults.take_failure(Some(Verb::List), Some(DEPLOYMENTS), false),
+            None
+        );
+    }
+
+    /// A WatchList window fails WatchList requests only: plain watches and
+    /// lists of the same resource are served.
+    #[test]
+    fn a_watch_list_window_fails_watch_lists_only() {
+        let server = crate::TestServer::builder().start_blocking().unwrap();
+        let faults = server.faults();
+        let throttled = Failure::TooManyRequests {
+            retry_after_secs: 1,
+        };
+        faults.fail_watch_lists_for(Duration::from_secs(3600), throttled);
+        assert_eq!(
+            faults.take_failure(Some(Verb::Watch), Some(CONFIGMAPS), true),
+            Some(throttled)
+        );
+        assert_eq!(
+            faults.take_failure(Some(Verb::Watch), Some(CONFIGMAPS), false),
+            None
+        );
+        assert_eq!(
+            faults.take_failure(Some(Verb::List), Some(CONFIGMAPS), true),
+            None
+        );
+        faults.reset();
+        assert_eq!(
+            faults.take_failure(Some(Verb::Watch), Some(CONFIGMAPS), true),
             None
         );
     }

@@ -40,6 +40,9 @@ struct Args {
     /// Turn the Deployment status simulator off.
     #[arg(long)]
     no_deployment_simulator: bool,
+    /// Start with this many Ready Nodes (pods then run, workloads get pods).
+    #[arg(long, default_value_t = 0)]
+    nodes: usize,
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -48,6 +51,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .tls(args.tls)
         .client_cert_auth(args.client_cert_auth)
         .history_size(args.history_size)
+        .nodes(args.nodes)
         .bookmark_interval(Duration::from_secs(args.bookmark_interval.max(1)))
         .deployment_simulator(
             (!args.no_deployment_simulator)

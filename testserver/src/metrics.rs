@@ -1,8 +1,11 @@
 //! The request log and counters tests read: every request with its verb,
 //! resource, status and duration; totals by verb and resource, by status
-//! code; watches open and opened.
+//! code; watches open and opened; requests in flight and rejected by the
+//! admission limit; requests that came sooner than the `Retry-After` their
+//! client was given.
 
 use crate::http::request::Verb;
+use crate::retry_after::RetryAfterLog;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +34,10 @@ pub struct RequestRecord {
     pub status: u16,
     /// `User-Agent` header.
     pub user_agent: String,
+    /// `Accept` header of the request (empty when absent).
+    pub accept: String,
+    /// `Content-Type` of the answer (the encoding negotiated; empty when absent).
+    pub content_type: String,
     /// Time until the response head was ready (watch and list bodies
     /// stream after that).
     pub duration: Duration,
@@ -49,6 +56,14 @@ pub struct Counters {
     pub active_watches: u64,
     /// Watches opened since start.
     pub watches_opened: u64,
+    /// API requests holding a seat of the admission limit now (counted
+    /// whether or not a limit is set).
+    pub in_flight: u64,
+    /// Requests answered 429 by the admission limit.
+    pub rejected_in_flight: u64,
+    /// Requests that arrived before the wait a `Retry-After` had asked of
+    /// their client (told apart by `User-Agent`) was over.
+    pub retry_after_violations: u64,
 }
 
 impl Counters {
@@ -68,6 +83,7 @@ pub(crate) struct Metrics {
     counters: Mutex<Counters>,
     active_watches: AtomicU64,
     watches_opened: AtomicU64,
+    pub(crate) retry_after: RetryAfterLog,
 }
 
 impl Metrics {
@@ -78,6 +94,7 @@ impl Metrics {
             counters: Mutex::new(Counters::default()),
             active_watches: AtomicU64::new(0),
             watches_opened: AtomicU64::new(0),
+            retry_after: RetryAfterLog::default(),
         }
     }
 
@@ -114,6 +131,7 @@ impl Metrics {
         let mut c = self.counters.lock().clone();
         c.active_watches = self.active_watches.load(Ordering::SeqCst);
         c.watches_opened = self.watches_opened.load(Ordering::SeqCst);
+        c.retry_after_violations = self.retry_after.violations();
         c
     }
 
@@ -124,5 +142,6 @@ impl Metrics {
     pub(crate) fn clear(&self) {
         self.log.lock().clear();
         *self.counters.lock() = Counters::default();
+        self.retry_after.clear();
     }
 }

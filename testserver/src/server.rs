@@ -4,11 +4,14 @@
 //! async runtime of their own.
 
 use crate::faults::Faults;
+use crate::flow_control::FlowControl;
 use crate::http::{self, HttpConfig, State};
 use crate::kubeconfig::{self, KubeconfigUser};
 use crate::metrics::{Counters, Metrics, RequestRecord};
 use crate::objects::Objects;
+use crate::resource::ResourceInfo;
 use crate::rest::Core;
+use crate::status::StatusError;
 use crate::tls::Pki;
 use crate::Error;
 use std::net::SocketAddr;
@@ -31,6 +34,9 @@ pub struct TestServerBuilder {
     too_large_rv_wait: Duration,
     deployment_simulator: Option<Duration>,
     request_log_capacity: usize,
+    max_in_flight: Option<usize>,
+    nodes: usize,
+    resources: Vec<ResourceInfo>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -43,6 +49,8 @@ impl std::fmt::Debug for TestServerBuilder {
             .field("history", &self.history)
             .field("bookmark_interval", &self.bookmark_interval)
             .field("deployment_simulator", &self.deployment_simulator)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("nodes", &self.nodes)
             .finish_non_exhaustive()
     }
 }
@@ -60,6 +68,9 @@ impl Default for TestServerBuilder {
             too_large_rv_wait: Duration::from_secs(3),
             deployment_simulator: Some(Duration::from_millis(100)),
             request_log_capacity: 100_000,
+            max_in_flight: None,
+            nodes: 0,
+            resources: Vec::new(),
         }
     }
 }
@@ -132,6 +143,33 @@ impl TestServerBuilder {
         self
     }
 
+    /// At most `limit` API requests in flight, as kube-apiserver's priority
+    /// and fairness seats them: beyond it a request is answered 429 with
+    /// `Retry-After: 1`; a watch holds its seat only until its initial
+    /// events are sent (default: no limit; [`Faults::limit_in_flight`]
+    /// changes it while serving).
+    pub fn max_requests_in_flight(mut self, limit: usize) -> Self {
+        self.max_in_flight = Some(limit).filter(|l| *l > 0);
+        self
+    }
+
+    /// Starts with `n` Ready Nodes (`node-0`, `node-1`, …; default none).
+    /// With Nodes, pods are scheduled and run, and Deployments (through
+    /// their ReplicaSets), ReplicaSets, StatefulSets, DaemonSets and Jobs
+    /// get pods and report their real status; see
+    /// [`TestServer::add_node`].
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.nodes = n;
+        self
+    }
+
+    /// Serves a resource the built-in table lacks from the start; see
+    /// [`TestServer::register_resource`].
+    pub fn resource(mut self, info: ResourceInfo) -> Self {
+        self.resources.push(info);
+        self
+    }
+
     /// Binds, starts serving and returns the running server. Must be called
     /// inside a Tokio runtime (multi-threaded recommended).
     pub async fn start(self) -> Result<TestServer, Error> {
@@ -148,12 +186,22 @@ impl TestServerBuilder {
         };
         let scheme = if self.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
-        let (core, inputs) = Core::new(self.history, self.deployment_simulator);
-        let faults = Faults::new(core.clone());
+        let (core, inputs) = Core::new(self.history, self.deployment_simulator, addr.port());
+        for info in self.resources {
+            core.register_resource(info);
+        }
+        for i in 0..self.nodes {
+            crate::controllers::nodes::add_node(&core, &format!("node-{i}"))
+                .map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
+        }
+        let flow_control = Arc::new(FlowControl::new(self.max_in_flight));
+        let faults = Faults::new(core.clone(), flow_control);
         let metrics = Arc::new(Metrics::new(self.request_log_capacity));
+        let admission = Arc::new(crate::admission::Admission::default());
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let state = Arc::new(State {
             core: core.clone(),
+            admission: admission.clone(),
             faults: faults.clone(),
             metrics: metrics.clone(),
             config: HttpConfig {
@@ -179,6 +227,7 @@ impl TestServerBuilder {
             pki,
             token: self.token,
             core,
+            admission,
             faults,
             metrics,
             shutdown: shutdown_tx,
@@ -208,6 +257,7 @@ pub struct TestServer {
     pki: Option<Pki>,
     token: Option<String>,
     core: Arc<Core>,
+    admission: Arc<crate::admission::Admission>,
     faults: Faults,
     metrics: Arc<Metrics>,
     shutdown: watch::Sender<bool>,
@@ -288,7 +338,11 @@ impl TestServer {
 
     /// Request counters.
     pub fn counters(&self) -> Counters {
-        self.metrics.counters()
+        let mut c = self.metrics.counters();
+        let flow_control = self.faults.flow_control();
+        c.in_flight = flow_control.in_flight();
+        c.rejected_in_flight = flow_control.rejected();
+        c
     }
 
     /// The request log, oldest first.
@@ -299,11 +353,47 @@ impl TestServer {
     /// Clears the request log and counters.
     pub fn clear_request_log(&self) {
         self.metrics.clear();
+        self.faults.flow_control().clear_rejected();
     }
 
     /// In-process access to the stored objects.
     pub fn objects(&self) -> Objects {
         Objects::new(self.core.clone())
+    }
+
+    /// Webhooks (admission and CRD conversion) whose `clientConfig` names
+    /// the Service `name` in `namespace` are called at `addr`: the server
+    /// has no cluster network, so this stands for the Service's cluster IP.
+    /// The URL, `Host` and TLS server name stay kube's
+    /// (`https://<name>.<namespace>.svc:<port><path>`), so the webhook's
+    /// certificate must be valid for `<name>.<namespace>.svc`. A Service
+    /// nobody registered fails the call as an unknown Service does.
+    pub fn register_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.admission.register_service(namespace, name, addr);
+    }
+
+    /// Adds a Ready Node named `name` (a Node object with a kubelet's
+    /// status: Ready, capacity, an internal IP). Once the server has a
+    /// Node, pods are bound to Nodes and reported Running and Ready (a
+    /// Job's pods Succeeded); Deployments (through their ReplicaSets),
+    /// ReplicaSets, StatefulSets, DaemonSets and Jobs get pods (named and
+    /// labelled as kube's controllers make them, owned by the workload)
+    /// and report their status from those pods. Without Nodes, workloads
+    /// get no pods and Deployments report the simulated status. Also
+    /// `POST /__admin/nodes?name=<name>`.
+    pub fn add_node(&self, name: &str) -> Result<(), StatusError> {
+        crate::controllers::nodes::add_node(&self.core, name).map(|_| ())
+    }
+
+    /// Serves a further resource: a built-in kind the table lacks
+    /// (`ResourceInfo::of::<k8s_openapi::api::storage::v1::StorageClass>()`,
+    /// which brings its OpenAPI schema) or any group, version and kind
+    /// (`ResourceInfo::new`). It is stored with its schema's pruning (if
+    /// it has one) and no further defaults, listed in discovery and
+    /// `/openapi`, and replaces a resource served at the same
+    /// group/version/plural.
+    pub fn register_resource(&self, info: ResourceInfo) {
+        self.core.register_resource(info);
     }
 
     /// Turns the Deployment status simulator on (with a delay) or off.

@@ -192,8 +192,9 @@ fn go_value(v: &Value) -> String {
 pub struct StatusError {
     /// HTTP status code (also `code` in the body).
     pub code: u16,
-    /// `reason`, e.g. `NotFound`, `Conflict`, `Expired`.
-    pub reason: &'static str,
+    /// `reason`, e.g. `NotFound`, `Conflict`, `Expired` (or whatever an
+    /// admission webhook's denial gave).
+    pub reason: std::borrow::Cow<'static, str>,
     /// Human-readable `message`.
     pub message: String,
     /// `details`, when kube sets them.
@@ -206,10 +207,14 @@ pub struct StatusError {
 
 impl StatusError {
     /// A Status error with no details.
-    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(
+        code: u16,
+        reason: impl Into<std::borrow::Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             code,
-            reason,
+            reason: reason.into(),
             message: message.into(),
             details: None,
             continue_token: None,

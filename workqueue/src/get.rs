@@ -9,27 +9,19 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
 
 use crate::queue::Queue;
-use crate::shared::{Shared, RELEASE_CHUNK};
+use crate::shared::Shared;
 use crate::Item;
 
-/// A parked consumer's registration: its place in the task list and
-/// whether it counts in `consumers_waiting`.
-#[derive(Default)]
-pub(crate) struct Parked {
-    id: Option<u64>,
-    counted: bool,
-}
-
-/// One poll for an item: take one, or report shutdown, or park.
+/// One poll for an item: take one, or report shutdown, or park (`parked`
+/// is the task's place in the list of parked tasks).
 fn poll_item<T: Item>(
     shared: &Shared<T>,
-    parked: &mut Parked,
+    parked: &mut Option<u64>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<T>> {
     let mut locked = shared.lock();
@@ -37,43 +29,23 @@ fn poll_item<T: Item>(
         match locked.pop() {
             Some(item) => break Some(item),
             None if locked.guard.state.is_shutting_down() => break None,
-            None => {}
+            // Due items (see `Queue::try_get`).
+            None if locked.release_due() > 0 => {}
+            None => {
+                locked.guard.waiters.tasks.register(parked, cx.waker());
+                return Poll::Pending;
+            }
         }
-        // Announce the sleep, then look for claims (see `try_add_hot`).
-        shared.announce_sleep(!parked.counted);
-        parked.counted = true;
-        if shared.claims.has_pending() {
-            locked.merge_claims();
-            continue;
-        }
-        // More due than one chunk, none of them queued (all being
-        // processed): release the next chunk rather than wait for the
-        // timer. Each call takes at least one item off the heap.
-        if locked.release_due(RELEASE_CHUNK) || locked.guard.state.len() > 0 {
-            continue;
-        }
-        locked
-            .guard
-            .waiters
-            .tasks
-            .register(&mut parked.id, cx.waker());
-        return Poll::Pending;
     };
-    if let Some(registration) = parked.id.take() {
+    if let Some(registration) = parked.take() {
         locked.guard.waiters.tasks.remove(registration);
-    }
-    if std::mem::take(&mut parked.counted) {
-        shared.consumers_waiting.fetch_sub(1, Ordering::SeqCst);
     }
     Poll::Ready(result)
 }
 
 /// Drops a parked registration; passes a wake-up on if this task had one.
-fn cancel<T: Item>(shared: &Shared<T>, parked: &mut Parked) {
-    if std::mem::take(&mut parked.counted) {
-        shared.consumers_waiting.fetch_sub(1, Ordering::SeqCst);
-    }
-    let Some(registration) = parked.id.take() else {
+fn cancel<T: Item>(shared: &Shared<T>, parked: &mut Option<u64>) {
+    let Some(registration) = parked.take() else {
         return;
     };
     let mut locked = shared.lock();
@@ -89,14 +61,14 @@ fn cancel<T: Item>(shared: &Shared<T>, parked: &mut Parked) {
 #[must_use = "futures do nothing unless polled"]
 pub struct Get<'a, T: Item> {
     shared: &'a Shared<T>,
-    parked: Parked,
+    parked: Option<u64>,
 }
 
 impl<'a, T: Item> Get<'a, T> {
     pub(crate) fn new(shared: &'a Shared<T>) -> Self {
         Self {
             shared,
-            parked: Parked::default(),
+            parked: None,
         }
     }
 }
@@ -121,14 +93,14 @@ impl<T: Item> Drop for Get<'_, T> {
 #[must_use = "streams do nothing unless polled"]
 pub struct ItemStream<T: Item> {
     queue: Queue<T>,
-    parked: Parked,
+    parked: Option<u64>,
 }
 
 impl<T: Item> ItemStream<T> {
     pub(crate) fn new(queue: Queue<T>) -> Self {
         Self {
             queue,
-            parked: Parked::default(),
+            parked: None,
         }
     }
 }

@@ -4,12 +4,16 @@
 //! It moves them a chunk at a time and hands the lock fairly to blocked
 //! consumers between chunks, so when thousands come due at once consumers
 //! start on the first ones while the rest are being moved.
-//! No tokio runtime is needed, and it never polls: it waits on a condition
-//! variable with a deadline, and is kicked when an earlier item is
-//! scheduled or a fake clock jumps. It stops when the queue shuts down or
-//! its last handle is dropped (it holds only a weak reference).
+//!
+//! No tokio runtime is needed, and it never polls: it waits on its
+//! [`Signal`] with a deadline. Its deadline is kept under the queue lock
+//! ([`Housekeeper::wakes_at`]): an `add_after` of an item due earlier
+//! moves it and kicks the thread, under the same lock, and a kick is kept
+//! until the thread looks at it, so no kick is lost between the round that
+//! set the deadline and the wait. A fake clock that jumps kicks it too. It
+//! stops when the queue shuts down or its last handle is dropped (it holds
+//! only a weak reference).
 
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -20,8 +24,18 @@ use crate::sync::{self, Condvar, Mutex};
 use crate::Item;
 
 /// The shortest sleep of the background thread: it bounds its wake-ups to
-/// 5,000 a second when items come due continuously.
+/// 5,000 a second when items come due continuously (threads blocked in
+/// `get` release due items on time by themselves).
 const MIN_SLEEP: Duration = Duration::from_micros(200);
+
+/// The background thread as the queue lock holder sees it.
+#[derive(Default)]
+pub(crate) struct Housekeeper {
+    /// Whether the thread runs.
+    pub(crate) running: bool,
+    /// When it wakes next by itself (`None`: only when kicked).
+    pub(crate) wakes_at: Option<Instant>,
+}
 
 /// How the background thread is told to look again or to stop.
 #[derive(Default)]
@@ -78,10 +92,10 @@ impl Wake for Signal {
     }
 }
 
-/// Starts the background thread if it does not run yet. Called with the
-/// queue lock held (`running` is its flag).
-pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut bool) {
-    if *running {
+/// Starts the background thread if it does not run yet (queue lock held:
+/// `state` is behind it).
+pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, state: &mut Housekeeper) {
+    if state.running {
         return;
     }
     let Some(signal) = shared.signal.clone() else {
@@ -94,12 +108,12 @@ pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut boo
         format!("workqueue-{}", shared.name)
     };
     let jump_waker = Waker::from(Arc::clone(&signal));
-    let spawned = sync::spawn(name, move || run(&weak, &signal));
-    match spawned {
-        Ok(_) => {
+    match sync::spawn(name, move || run(&weak, &signal)) {
+        Ok(()) => {
             shared.clock.on_jump(jump_waker);
-            *running = true;
-            shared.housekeeper_started.store(true, Ordering::Release);
+            state.running = true;
+            // Its first round comes at once.
+            state.wakes_at = None;
         }
         Err(err) => {
             // Retried at the next add_after; due items are still released
@@ -112,12 +126,8 @@ pub(crate) fn ensure_running<T: Item>(shared: &Arc<Shared<T>>, running: &mut boo
 fn run<T: Item>(weak: &Weak<Shared<T>>, signal: &Signal) {
     let mut next_metrics: Option<Instant> = None;
     loop {
-        let timeout = match weak.upgrade() {
-            Some(shared) => match look(&shared, &mut next_metrics) {
-                Some(timeout) => timeout,
-                None => return,
-            },
-            None => return,
+        let Some(timeout) = weak.upgrade().and_then(|s| look(&s, &mut next_metrics)) else {
+            return;
         };
         if !signal.wait(timeout) {
             return;
@@ -125,29 +135,20 @@ fn run<T: Item>(weak: &Weak<Shared<T>>, signal: &Signal) {
     }
 }
 
-/// One round: merge scheduled items, release due ones, update metrics
-/// when their time came, and tell how long to sleep (`None` inside: until
-/// kicked). `None`: stop.
+/// One round: release due items, update metrics when their time came, and
+/// tell how long to sleep (`None` inside: until kicked). `None`: stop.
 pub(crate) fn look<T: Item>(
     shared: &Shared<T>,
     next_metrics: &mut Option<Instant>,
 ) -> Option<Option<Duration>> {
-    if let Some(intake) = &shared.intake {
-        intake.wake();
-    }
-    // Not `Shared::lock`: it would release a chunk, and the loop below
-    // another one in the same hold of the lock.
-    let mut locked = shared.lock_only();
-    locked.merge_claims();
-    locked.merge_intake();
-    let merges = shared.intake.as_ref().map(|i| i.merges());
+    let mut locked = shared.lock();
     let now = shared.clock.now();
     if !locked.guard.state.is_shutting_down() {
         locked.release_all_due_in_chunks(now);
     }
     let inner = &mut *locked.guard;
     if inner.state.is_shutting_down() {
-        inner.housekeeper_running = false;
+        inner.housekeeper.running = false;
         return None;
     }
     if let Some(metrics) = &inner.metrics {
@@ -156,21 +157,13 @@ pub(crate) fn look<T: Item>(
             *next_metrics = now.checked_add(UPDATE_PERIOD);
         }
     }
-    let next_due = inner.delay.as_ref().and_then(|d| d.next_due());
+    let next_due = inner.schedule.as_ref().and_then(|s| s.next_due());
     let deadline = match (next_due, inner.metrics.as_ref().and(*next_metrics)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    drop(locked);
-    if let Some(intake) = &shared.intake {
-        intake.arm(deadline);
-        if intake.has_pending() || Some(intake.merges()) != merges {
-            // Scheduled meanwhile, maybe before the deadline: look again
-            // soon (not at once: producers may be busy).
-            return Some(Some(MIN_SLEEP));
-        }
-    }
-    // Sleep at least MIN_SLEEP: items due meanwhile are released together
-    // (threads blocked in `get` release them on time by themselves).
-    Some(deadline.map(|d| d.saturating_duration_since(now).max(MIN_SLEEP)))
+    // Sleep at least MIN_SLEEP: items due meanwhile are released together.
+    let timeout = deadline.map(|d| d.saturating_duration_since(now).max(MIN_SLEEP));
+    inner.housekeeper.wakes_at = timeout.and_then(|t| now.checked_add(t));
+    Some(timeout)
 }

@@ -56,19 +56,17 @@
 
 mod clock;
 mod config;
-mod delay;
-mod delaying;
+mod delaying_queue;
 mod forward;
 mod get;
 mod hints;
 mod housekeeper;
-mod intake;
 pub mod metrics;
 mod parallelize;
-mod quad_heap;
 mod queue;
 pub mod rate_limiter;
-mod rate_limiting;
+mod rate_limiting_queue;
+mod schedule;
 mod shared;
 mod state;
 mod sync;
@@ -78,7 +76,7 @@ use std::hash::Hash;
 
 pub use clock::{Clock, FakeClock, RealClock};
 pub use config::QueueConfig;
-pub use delaying::DelayingQueue;
+pub use delaying_queue::DelayingQueue;
 pub use get::{Drain, Get, ItemStream};
 pub use metrics::{MetricsProvider, NoopMetricsProvider};
 pub use parallelize::{parallelize, parallelize_until, parallelize_with, ParallelizeOptions};
@@ -88,7 +86,7 @@ pub use rate_limiter::{
     ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
     RateLimiterError, WithMaxWaitRateLimiter,
 };
-pub use rate_limiting::RateLimitingQueue;
+pub use rate_limiting_queue::RateLimitingQueue;
 
 /// What a queue can hold: any `Hash + Eq + Clone + Send + Sync + 'static`
 /// type (implemented for all of them). Items are cloned once when handed

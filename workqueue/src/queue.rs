@@ -17,23 +17,14 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::get::{Drain, Get, ItemStream};
-use crate::shared::{Shared, RELEASE_CHUNK};
-use crate::sync;
+use crate::shared::Shared;
 use crate::Item;
-
-/// Spins of a consumer that found the queue empty, before it sleeps.
-#[cfg(not(loom))]
-const SPINS: usize = 64;
-/// One spin under loom: each is a step every interleaving would repeat.
-#[cfg(loom)]
-const SPINS: usize = 1;
 
 /// Result of a [`Queue::try_get`] or [`Queue::get_timeout`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +75,8 @@ impl<T: Item> Clone for Queue<T> {
 
 impl<T: Item> fmt::Debug for Queue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let locked = self.shared.lock_released();
+        let mut locked = self.shared.lock();
+        locked.release_all_due();
         f.debug_struct("Queue")
             .field("name", &self.shared.name)
             .field("len", &locked.guard.state.len())
@@ -119,9 +111,9 @@ impl<T: Item> Queue<T> {
         let queue = Self { shared };
         {
             let mut locked = queue.shared.lock();
-            if locked.guard.metrics.is_some() {
-                let inner = &mut *locked.guard;
-                crate::housekeeper::ensure_running(&queue.shared, &mut inner.housekeeper_running);
+            let inner = &mut *locked.guard;
+            if inner.metrics.is_some() {
+                crate::housekeeper::ensure_running(&queue.shared, &mut inner.housekeeper);
             }
         }
         queue
@@ -135,12 +127,12 @@ impl<T: Item> Queue<T> {
     /// Adds an item (client-go `Add`): queued at the back unless already
     /// waiting; marked dirty if being processed; dropped after shutdown.
     ///
-    /// Adding an item that is already waiting (the common case for a busy
-    /// object) takes no lock and writes no shared memory.
+    /// Adding a hot item that is already waiting (the common case for a
+    /// busy object) takes no lock and writes no shared memory.
     #[inline]
     pub fn add(&self, item: T) {
         let hash = self.shared.hash(&item);
-        if self.shared.try_add_hot(&item, hash) {
+        if self.shared.hints.covers(&item, hash) {
             return;
         }
         self.shared.lock().add(item, hash);
@@ -156,7 +148,7 @@ impl<T: Item> Queue<T> {
         Q: ?Sized + Hash + Eq + ToOwned<Owned = T>,
     {
         let hash = self.shared.hash(item);
-        if self.shared.try_add_hot(item, hash) {
+        if self.shared.hints.covers(item, hash) {
             return;
         }
         self.shared.lock().add_ref(item, hash);
@@ -178,15 +170,12 @@ impl<T: Item> Queue<T> {
             match locked.pop() {
                 Some(item) => return TryGet::Item(item),
                 None if locked.guard.state.is_shutting_down() => return TryGet::ShutDown,
-                // A whole chunk of due items were all being processed:
-                // release the next chunk (each call takes at least one
-                // item off the heap, so this ends).
-                None => {
-                    let more = locked.release_due(RELEASE_CHUNK);
-                    if !more && locked.guard.state.len() == 0 {
-                        return TryGet::Empty;
-                    }
-                }
+                // Due items go to the back of the queue: release them only
+                // once it is empty. Each call takes at least one item off
+                // the schedule (it may have been processed: then it is
+                // only marked dirty), so this ends.
+                None if locked.release_due() > 0 => {}
+                None => return TryGet::Empty,
             }
         }
     }
@@ -201,73 +190,32 @@ impl<T: Item> Queue<T> {
     /// next scheduled item is due, and moves it into the queue itself.
     fn get_until(&self, deadline: Option<Instant>) -> TryGet<T> {
         let mut locked = self.shared.lock();
-        let mut spun = false;
         loop {
-            if let Some(item) = locked.pop() {
-                return TryGet::Item(item);
-            }
-            if locked.guard.state.is_shutting_down() {
-                return TryGet::ShutDown;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return TryGet::Empty;
-            }
-            if !spun {
-                // Before sleeping (a futex round trip for us and for the
-                // producer that must wake us), let go of the lock briefly:
-                // producers often bring an item within microseconds. With
-                // nothing scheduled, also yield the CPU once, to producers
-                // that share it; a consumer waiting for a due time does not
-                // (it would come back late).
-                spun = true;
-                let yield_once = locked.next_due_deadline().is_none();
-                let shared = &self.shared;
-                sync::unlocked(&mut locked.guard, || {
-                    for _ in 0..SPINS {
-                        if shared.claims.has_pending() {
-                            return;
-                        }
-                        sync::spin_loop();
-                    }
-                    if yield_once {
-                        sync::yield_now();
-                    }
-                });
-                locked.merge_claims();
-                locked.release_due(RELEASE_CHUNK);
-                continue;
+            match locked.pop() {
+                Some(item) => return TryGet::Item(item),
+                None if locked.guard.state.is_shutting_down() => return TryGet::ShutDown,
+                None if locked.release_due() > 0 => continue,
+                None if deadline.is_some_and(|d| Instant::now() >= d) => return TryGet::Empty,
+                None => {}
             }
             let wake_at = match (locked.next_due_deadline(), deadline) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            // Announce the sleep, then look for claims (see `try_add_hot`).
-            let waiting = &self.shared.consumers_waiting;
-            self.shared.announce_sleep(true);
-            if self.shared.claims.has_pending() {
-                waiting.fetch_sub(1, Ordering::SeqCst);
-                locked.merge_claims();
-                continue;
-            }
             locked.guard.waiters.sleeping += 1;
-            match wake_at {
-                Some(at) => {
-                    if self
-                        .shared
-                        .items_cv
-                        .wait_until(&mut locked.guard, at)
-                        .timed_out()
-                    {
-                        // Not notified: take our count back.
-                        let waiters = &mut locked.guard.waiters;
-                        waiters.sleeping = waiters.sleeping.saturating_sub(1);
-                    }
+            let cv = &self.shared.items_cv;
+            let notified = match wake_at {
+                Some(at) => !cv.wait_until(&mut locked.guard, at).timed_out(),
+                None => {
+                    cv.wait(&mut locked.guard);
+                    true
                 }
-                None => self.shared.items_cv.wait(&mut locked.guard),
+            };
+            if !notified {
+                // Not notified: take our count back.
+                let waiters = &mut locked.guard.waiters;
+                waiters.sleeping = waiters.sleeping.saturating_sub(1);
             }
-            waiting.fetch_sub(1, Ordering::SeqCst);
-            locked.merge_claims();
-            locked.release_due(RELEASE_CHUNK);
         }
     }
 
@@ -292,17 +240,16 @@ impl<T: Item> Queue<T> {
     #[inline]
     pub fn done(&self, item: &T) {
         let hash = self.shared.hash(item);
-        // Claims first (an add claimed earlier stays ahead of a requeue);
-        // no release of due items here: consumers release them at `get`.
-        let mut locked = self.shared.lock_only();
-        locked.merge_claims();
-        locked.done(item, hash);
+        // No release of due items here: consumers release them at `get`.
+        self.shared.lock().done(item, hash);
     }
 
     /// Number of items waiting to be handed out (not those being processed
     /// nor, on a delaying queue, those whose time has not come).
     pub fn len(&self) -> usize {
-        self.shared.lock_released().guard.state.len()
+        let mut locked = self.shared.lock();
+        locked.release_all_due();
+        locked.guard.state.len()
     }
 
     /// Whether no item is waiting.
@@ -466,15 +413,34 @@ mod tests {
         Ok(())
     }
 
+    /// WQ4: threads blocked in `get` wake at shutdown and get `None`. The
+    /// test waits until all four sleep (the count only the crate sees).
+    #[test]
+    fn wq4_shut_down_wakes_blocked_threads() {
+        let queue: Queue<u32> = Queue::new();
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4).map(|_| s.spawn(|| queue.get())).collect();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while queue.shared.lock().guard.waiters.sleeping < 4 {
+                assert!(Instant::now() < deadline, "the workers never slept");
+                std::thread::yield_now();
+            }
+            queue.shut_down();
+            for w in workers {
+                assert_eq!(w.join().ok(), Some(None));
+            }
+        });
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
-        /// Issue 11: a real queue never holds a published `QUEUED` hint
-        /// for an item that is not waiting (what made the unit tests that
-        /// shared one hint table lose items). Twelve keys on the tests'
-        /// eight-slot table, so hot items keep displacing each other's
-        /// hints; lock-free adds, claims, requeues and shutdown all run,
-        /// and the queue answers as client-go's rules say.
+        /// A real queue never holds a published, set hint for an item that
+        /// is not dirty (an add that returns on it would be lost). Twelve
+        /// keys on the tests' eight-slot table, so hot items keep
+        /// displacing each other's hints; lock-free adds, requeues and
+        /// shutdown all run, and the queue answers as client-go's rules
+        /// say.
         #[test]
         fn hints_mirror_the_queue_and_no_add_is_lost(ops in prop::collection::vec(op(), 1..200)) {
             run(&ops)?;

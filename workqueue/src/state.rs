@@ -1,21 +1,24 @@
 //! The sequential heart of a queue: the FIFO of waiting items, the set of
 //! waiting items (for deduplication) and the set of items being processed,
 //! with client-go's rules (WQ1, WQ2, WQ4). No locking and no waking here:
-//! [`crate::shared`] wraps this in a mutex.
+//! [`crate::shared`] wraps this in the queue mutex.
 //!
-//! Layout, chosen for speed:
+//! Layout, chosen so that an item is stored once and a `pop` touches no
+//! hash table of waiting items:
 //! - `queue` holds each waiting item once, with its hash, in FIFO order.
 //! - `waiting` is a hash table of (absolute queue position, hash) pairs,
-//!   not of items: a lookup compares against the item stored in `queue`,
-//!   so an added item is stored once and never cloned. `pop` does not touch
-//!   the table at all: an entry whose position is below `head` is stale; the
-//!   next add of the same hash reuses it, and stale entries are swept out
-//!   before the table would grow, so the table stays within twice the
-//!   largest number of waiting items.
-//! - `processing` holds a clone of each item handed out by `pop` (there are
-//!   usually as many as workers), with its dirty flag (added again while
-//!   being processed) and the item's hint, if it is hot (see
-//!   [`crate::hints`]).
+//!   not of items: a lookup compares against the item stored in `queue`.
+//!   `pop` leaves the table alone: an entry whose position is below `head`
+//!   is stale; the next add of the same hash reuses it, and stale entries
+//!   are swept out before the table would grow, so the table stays within
+//!   twice the largest number of waiting items.
+//! - `processing` holds a clone of each item handed out by `pop` (usually
+//!   as many as workers), with its dirty flag (added again while being
+//!   processed).
+//!
+//! A hot item (one added again while dirty) carries a [`Hint`] whose flag
+//! mirrors its dirty state, set and cleared here, in the same hold of the
+//! lock as the change (see [`crate::hints`]).
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
@@ -23,12 +26,12 @@ use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use crate::hints::{Hint, Hints, Reclaim, DIRTY, IDLE, PROCESSING, QUEUED};
+use crate::hints::{Hint, Hints};
 
 /// Above this many slots an emptied queue gives its memory back.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
-/// A waiting item, its hash and its published hint, if it is hot.
+/// A waiting item, its hash and its hint, if it is hot.
 struct Slot<T> {
     item: T,
     hash: u64,
@@ -105,117 +108,73 @@ impl<T> Default for State<T> {
 
 impl<T: Eq + Clone> State<T> {
     /// Adds an owned item whose hash is `hash`.
+    #[inline]
     pub(crate) fn add(&mut self, item: T, hash: u64, hints: &Hints<T>) -> AddOutcome {
-        if self.shutting_down {
-            return AddOutcome::ShuttingDown;
-        }
-        match self.settle(&item, hash, hints) {
-            Some(outcome) => outcome,
-            None => match hints.reclaim(&item, hash) {
-                Reclaim::Claimed => AddOutcome::AlreadyQueued,
-                Reclaim::Hint(hint) => {
-                    self.push(item, hash, Some(hint));
-                    AddOutcome::Queued
-                }
-                Reclaim::None => {
-                    self.push(item, hash, None);
-                    AddOutcome::Queued
-                }
-            },
-        }
-    }
-
-    /// Adds a borrowed item, cloning it only when it is newly queued.
-    pub(crate) fn add_ref<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> AddOutcome
-    where
-        T: Borrow<Q>,
-        Q: ?Sized + Eq + ToOwned<Owned = T>,
-    {
-        if self.shutting_down {
-            return AddOutcome::ShuttingDown;
-        }
-        match self.settle(item, hash, hints) {
-            Some(outcome) => outcome,
-            None => match hints.reclaim(item, hash) {
-                Reclaim::Claimed => AddOutcome::AlreadyQueued,
-                Reclaim::Hint(hint) => {
-                    self.push(item.to_owned(), hash, Some(hint));
-                    AddOutcome::Queued
-                }
-                Reclaim::None => {
-                    self.push(item.to_owned(), hash, None);
-                    AddOutcome::Queued
-                }
-            },
-        }
-    }
-
-    /// Applies an add that claimed the idle `hint` without the lock (it is
-    /// `QUEUED`): queues the item with its hint, or, if the item is in the
-    /// queue already (its hint had been replaced meanwhile), adds it the
-    /// usual way and leaves the claimed hint idle.
-    pub(crate) fn add_claimed(&mut self, hint: Arc<Hint<T>>, hints: &Hints<T>) -> AddOutcome {
-        let hash = hint.hash();
-        if self.shutting_down {
-            hint.set(IDLE);
-            return AddOutcome::ShuttingDown;
-        }
-        match self.settle(hint.item(), hash, hints) {
-            Some(outcome) => {
-                hint.set(IDLE);
-                outcome
-            }
-            None => {
-                let item = hint.item().clone();
-                self.push(item, hash, Some(hint));
+        match self.admit(&item, hash, hints) {
+            Ok(outcome) => outcome,
+            Err(hint) => {
+                self.push(item, hash, hint);
                 AddOutcome::Queued
             }
         }
     }
 
-    /// Handles an add of an item that is waiting or being processed;
-    /// `None` when it is neither (it must be queued). A redundant add makes
-    /// the item hot: it gets a published hint.
-    fn settle<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> Option<AddOutcome>
+    /// Adds a borrowed item, cloning it only when it is newly queued.
+    #[inline]
+    pub(crate) fn add_ref<Q>(&mut self, item: &Q, hash: u64, hints: &Hints<T>) -> AddOutcome
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Eq + ToOwned<Owned = T>,
+    {
+        match self.admit(item, hash, hints) {
+            Ok(outcome) => outcome,
+            Err(hint) => {
+                self.push(item.to_owned(), hash, hint);
+                AddOutcome::Queued
+            }
+        }
+    }
+
+    /// What an add of `item` does to an item that is waiting or being
+    /// processed (or to any item after shutdown); `Err` when the item must
+    /// be queued, with the hint it takes up, if any. A redundant add makes
+    /// the item hot.
+    fn admit<Q>(
+        &mut self,
+        item: &Q,
+        hash: u64,
+        hints: &Hints<T>,
+    ) -> Result<AddOutcome, Option<Arc<Hint<T>>>>
     where
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
+        if self.shutting_down {
+            return Ok(AddOutcome::ShuttingDown);
+        }
         if !self.processing.is_empty() {
             if let Some(p) = self.processing.find_mut(hash, |p| p.item.borrow() == item) {
-                return Some(match &p.hint {
-                    Some(hint) if hint.mark_dirty() => AddOutcome::MarkedDirty,
-                    Some(_) => AddOutcome::AlreadyDirty,
-                    None => {
-                        // Added while processed: hot. From now on its hint
-                        // holds its dirty flag.
-                        let outcome = if p.dirty {
-                            AddOutcome::AlreadyDirty
-                        } else {
-                            AddOutcome::MarkedDirty
-                        };
-                        p.dirty = true;
-                        let hint = Hint::new(p.item.clone(), hash, DIRTY);
-                        hints.publish(&hint);
-                        p.hint = Some(hint);
-                        outcome
-                    }
-                });
+                if p.dirty {
+                    make_hot(&mut p.hint, &p.item, hash, hints);
+                    return Ok(AddOutcome::AlreadyDirty);
+                }
+                p.dirty = true;
+                if let Some(hint) = &p.hint {
+                    hint.set_dirty(true);
+                }
+                return Ok(AddOutcome::MarkedDirty);
             }
         }
         let (queue, head) = (&mut self.queue, self.head);
         let found = self.waiting.find(hash, |e| {
             e.hash == hash && slot_at(queue, head, e.pos).is_some_and(|s| s.item.borrow() == item)
         });
-        let index = found.and_then(|e| usize::try_from(e.pos.checked_sub(head)?).ok())?;
-        if let Some(slot) = queue.get_mut(index) {
-            if slot.hint.is_none() {
-                let hint = Hint::new(slot.item.clone(), hash, QUEUED);
-                hints.publish(&hint);
-                slot.hint = Some(hint);
-            }
+        let index = found.and_then(|e| usize::try_from(e.pos.checked_sub(head)?).ok());
+        if let Some(slot) = index.and_then(|i| queue.get_mut(i)) {
+            make_hot(&mut slot.hint, &slot.item, hash, hints);
+            return Ok(AddOutcome::AlreadyQueued);
         }
-        Some(AddOutcome::AlreadyQueued)
+        Err(hints.take_up(item, hash))
     }
 
     /// Queues an item known to be neither waiting nor processing.
@@ -240,31 +199,31 @@ impl<T: Eq + Clone> State<T> {
     }
 
     /// Takes the first waiting item and marks it as being processed.
-    pub(crate) fn pop(&mut self) -> Option<(T, u64)> {
+    #[inline]
+    pub(crate) fn pop(&mut self) -> Option<T> {
         let Slot { item, hash, hint } = self.queue.pop_front()?;
         // Its waiting entry is now stale (position below head).
         self.head += 1;
         if let Some(hint) = &hint {
-            hint.set(PROCESSING);
+            hint.set_dirty(false);
         }
-        let copy = item.clone();
-        self.processing.insert_unique(
+        let processing = Processing {
+            item: item.clone(),
             hash,
-            Processing {
-                item: copy,
-                hash,
-                dirty: false,
-                hint,
-            },
-            |p| p.hash,
-        );
+            dirty: false,
+            hint,
+        };
+        self.processing.insert_unique(hash, processing, |p| p.hash);
         if self.queue.is_empty() {
             self.shrink_if_large();
         }
-        Some((item, hash))
+        Some(item)
     }
 
-    /// Ends the processing of an item; a dirty item is queued again.
+    /// Ends the processing of an item; a dirty item is queued again (its
+    /// hint stays set), else its hint, already clear, stays published for
+    /// its return.
+    #[inline]
     pub(crate) fn done<Q>(&mut self, item: &Q, hash: u64) -> DoneOutcome
     where
         T: Borrow<Q>,
@@ -277,17 +236,10 @@ impl<T: Eq + Clone> State<T> {
             return DoneOutcome::NotProcessing;
         };
         let (p, _) = entry.remove();
-        // With a hint, the hint holds the dirty flag (adds may set it
-        // without the lock); `finish` reads and resets it atomically.
-        let dirty = match &p.hint {
-            Some(hint) => hint.finish(),
-            None => p.dirty,
-        };
-        if dirty {
+        if p.dirty {
             self.push(p.item, p.hash, p.hint);
             DoneOutcome::Requeued
         } else {
-            // A hint stays published, idle, for the item's return.
             DoneOutcome::Finished
         }
     }
@@ -317,6 +269,13 @@ impl<T: Eq + Clone> State<T> {
     pub(crate) fn last_queued(&self) -> Option<&T> {
         self.queue.back().map(|s| &s.item)
     }
+}
+
+/// A redundant add found the item dirty: it is hot. Gives it a hint (set:
+/// the item is dirty) if it has none, and publishes the hint.
+fn make_hot<T: Clone>(hint: &mut Option<Arc<Hint<T>>>, item: &T, hash: u64, hints: &Hints<T>) {
+    let hint = hint.get_or_insert_with(|| Hint::new(item.clone(), hash));
+    hints.publish(hint);
 }
 
 impl<T> State<T> {
@@ -354,41 +313,31 @@ impl<T> State<T> {
 
 #[cfg(test)]
 impl<T: Eq + std::fmt::Debug> State<T> {
-    /// Checks that the hints mirror this state (call it with the claims
-    /// merged and no add in flight): an attached hint is of its item and
-    /// in the state of its entry; a published hint that is `QUEUED` is
-    /// attached to a waiting item, one that is `PROCESSING` or `DIRTY` to
-    /// an item being processed, and an `IDLE` one to nothing. So an add
-    /// that takes a `QUEUED` hint for a claim (and queues nothing) can only
-    /// meet one in flight.
+    /// Checks that the hints mirror this state: an attached hint is of its
+    /// item and set exactly when its item is dirty (waiting, or processed
+    /// and dirty); a published hint that is set is attached to its item.
+    /// So a lock-free add that returns on a set hint finds its item dirty.
     pub(crate) fn check_hints(&self, hints: &Hints<T>) -> Result<(), String> {
         let waiting = self.queue.iter().map(|s| (&s.item, &s.hint, true));
-        let processing = self.processing.iter().map(|p| (&p.item, &p.hint, false));
+        let processing = self.processing.iter().map(|p| (&p.item, &p.hint, p.dirty));
         let attached: Vec<_> = waiting
             .chain(processing)
-            .filter_map(|(item, hint, waits)| Some((item, hint.as_ref()?, waits)))
+            .filter_map(|(item, hint, dirty)| Some((item, hint.as_ref()?, dirty)))
             .collect();
-        for (item, hint, waits) in &attached {
-            let ok = match hint.state() {
-                QUEUED => *waits,
-                PROCESSING | DIRTY => !*waits,
-                _ => false,
-            };
-            if !ok || hint.item() != *item {
+        for (item, hint, dirty) in &attached {
+            if hint.is_dirty() != *dirty || hint.item() != *item {
                 return Err(format!(
-                    "{item:?} (waiting: {waits}) has a hint in state {}",
-                    hint.state()
+                    "{item:?} (dirty: {dirty}) has a hint set: {}",
+                    hint.is_dirty()
                 ));
             }
         }
         for hint in hints.published() {
-            let holder = attached.iter().find(|(_, h, _)| Arc::ptr_eq(h, &hint));
-            if (hint.state() == IDLE) != holder.is_none() {
+            let attached = attached.iter().any(|(_, h, _)| Arc::ptr_eq(h, &hint));
+            if hint.is_dirty() && !attached {
                 return Err(format!(
-                    "published hint of {:?} in state {} is attached: {}",
-                    hint.item(),
-                    hint.state(),
-                    holder.is_some()
+                    "published hint of {:?} is set and not attached",
+                    hint.item()
                 ));
             }
         }
@@ -414,8 +363,8 @@ mod tests {
     }
 
     /// A state and its own hint table, as every queue has (`Shared`
-    /// holds one of each). Tests never share a table: a hint of another
-    /// state's item would make `add` take it for claimed (issue 11).
+    /// holds one of each). Tests never share a table: a state would take
+    /// up the hints of another state's items (issue 11).
     #[derive(Default)]
     struct Fixture {
         st: State<String>,
@@ -451,8 +400,8 @@ mod tests {
             AddOutcome::AlreadyQueued
         );
         assert_eq!(st.len(), 2);
-        assert_eq!(st.pop().unwrap().0, "a");
-        assert_eq!(st.pop().unwrap().0, "b");
+        assert_eq!(st.pop().unwrap(), "a");
+        assert_eq!(st.pop().unwrap(), "b");
         assert!(st.pop().is_none());
     }
 
@@ -460,14 +409,16 @@ mod tests {
     fn wq2_add_while_processing_requeues_once_on_done() {
         let mut st = Fixture::default();
         add(&mut st, "a");
-        let (a, ha) = st.pop().unwrap();
+        let a = st.pop().unwrap();
+        let ha = h(&a);
         assert_eq!(add(&mut st, "a"), AddOutcome::MarkedDirty);
         assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyDirty);
         assert_eq!(st.len(), 0);
         assert_eq!(st.done(a.as_str(), ha), DoneOutcome::Requeued);
         assert_eq!(st.len(), 1);
         assert_eq!(st.done("a", ha), DoneOutcome::NotProcessing);
-        let (a, ha) = st.pop().unwrap();
+        let a = st.pop().unwrap();
+        let ha = h(&a);
         assert_eq!(st.done(&a, ha), DoneOutcome::Finished);
         assert_eq!(st.processing_len(), 0);
     }
@@ -483,7 +434,8 @@ mod tests {
                 assert_eq!(add(&mut st, &format!("k{i}")), AddOutcome::AlreadyQueued);
             }
             for i in 0..1000 {
-                let (k, hk) = st.pop().unwrap();
+                let k = st.pop().unwrap();
+                let hk = h(&k);
                 assert_eq!(k, format!("k{i}"), "round {round}");
                 assert_eq!(st.done(&k, hk), DoneOutcome::Finished);
             }
@@ -497,7 +449,8 @@ mod tests {
         // one hot item cycling: its stale entry is reused every time
         for _ in 0..10_000 {
             add(&mut st, "hot");
-            let (k, hk) = st.pop().unwrap();
+            let k = st.pop().unwrap();
+            let hk = h(&k);
             st.done(&k, hk);
         }
         assert_eq!(st.waiting_entries(), 1);
@@ -507,12 +460,43 @@ mod tests {
             let k = format!("k{i}");
             add(&mut st, &k);
             assert_eq!(add(&mut st, &k), AddOutcome::AlreadyQueued);
-            let (first, hf) = st.pop().unwrap();
+            let first = st.pop().unwrap();
+            let hf = h(&first);
             st.done(&first, hf);
         }
         assert!(st.waiting_entries() < 4096, "{}", st.waiting_entries());
         assert_eq!(st.len(), 1);
         assert_eq!(add(&mut st, "k99999"), AddOutcome::AlreadyQueued);
+    }
+
+    /// A redundant add makes the item hot; its hint then follows the item
+    /// (set while it is dirty) and is taken up again when it comes back.
+    #[test]
+    fn a_hint_is_set_exactly_while_its_item_is_dirty() {
+        let mut st = Fixture::default();
+        let covered = |st: &Fixture| {
+            st.check_hints(&st.hints).unwrap();
+            st.hints.covers("a", h("a"))
+        };
+        assert_eq!(add(&mut st, "a"), AddOutcome::Queued);
+        assert!(!covered(&st), "not hot yet");
+        assert_eq!(add(&mut st, "a"), AddOutcome::AlreadyQueued);
+        assert!(covered(&st), "hot and waiting");
+        let a = st.pop().unwrap();
+        assert!(!covered(&st), "processed, not dirty");
+        assert_eq!(add(&mut st, "a"), AddOutcome::MarkedDirty);
+        assert!(covered(&st), "processed and dirty");
+        assert_eq!(st.done(&a, h("a")), DoneOutcome::Requeued);
+        assert!(covered(&st), "queued again");
+        let a = st.pop().unwrap();
+        assert_eq!(st.done(&a, h("a")), DoneOutcome::Finished);
+        assert!(!covered(&st), "gone");
+        assert_eq!(st.hints.published().len(), 1, "still published");
+        assert_eq!(add(&mut st, "a"), AddOutcome::Queued);
+        assert!(covered(&st), "back: the hint is taken up at once");
+        st.shut_down(false);
+        assert_eq!(add(&mut st, "a"), AddOutcome::ShuttingDown);
+        assert!(covered(&st), "still waiting");
     }
 
     #[test]
@@ -521,7 +505,7 @@ mod tests {
         add(&mut st, "a");
         st.shut_down(false);
         assert_eq!(add(&mut st, "b"), AddOutcome::ShuttingDown);
-        assert_eq!(st.pop().unwrap().0, "a");
+        assert_eq!(st.pop().unwrap(), "a");
         assert!(st.pop().is_none());
     }
 }

@@ -3,16 +3,10 @@
 //! under `--cfg loom`, where `tests/loom.rs` model-checks the queue's
 //! protocols (every interleaving of a few threads, within loom's bounds).
 //!
-//! Handshakes between a store and a load on two threads ("I announce, then
-//! look at yours") put a sequentially consistent fence between the two:
-//! loom checks fences exactly but takes `SeqCst` loads and stores for
-//! acquire/release only, so fences are what lets it check them.
-//!
 //! Only what the queue uses is here: a mutex whose guard can be let go for
 //! a moment (`unlocked`, `unlocked_fair`), a condition variable with
-//! deadlines, atomics, the published-hint slot (`arc-swap`), the timer
-//! thread and spin hints. Under loom the spin and yield hints do nothing
-//! (loom's would hide interleavings), a timed wait whose deadline has not
+//! deadlines, the hints' atomic flag and published-hint slot (`arc-swap`),
+//! and the timer thread. Under loom a timed wait whose deadline has not
 //! passed waits for a notification (loom has no time), and the hint slot
 //! is a small mutex (arc-swap's loads and stores are linearizable, which a
 //! mutex models).
@@ -20,7 +14,7 @@
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+    pub(crate) use std::sync::atomic::AtomicBool;
 
     /// A published hint, or none.
     pub(crate) type HintSlot<T> = arc_swap::ArcSwapOption<T>;
@@ -41,9 +35,6 @@ mod imp {
     pub(crate) fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
         std::thread::Builder::new().name(name).spawn(f).map(drop)
     }
-
-    pub(crate) use std::hint::spin_loop;
-    pub(crate) use std::thread::yield_now;
 }
 
 #[cfg(loom)]
@@ -52,15 +43,7 @@ mod imp {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
-
-    /// Nothing under loom: loom's spin and yield hints hold the thread back
-    /// until the others block or finish, which would hide interleavings
-    /// (the queue's spins are bounded and need no such help).
-    pub(crate) fn spin_loop() {}
-
-    /// See [`spin_loop`].
-    pub(crate) fn yield_now() {}
+    pub(crate) use loom::sync::atomic::AtomicBool;
 
     /// A loom mutex with parking_lot's API.
     #[derive(Debug)]

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kcontrol_workqueue::{DelayingQueue, Queue, RateLimitingQueue};
@@ -40,6 +40,20 @@ fn spawn_thread_workers(
             })
         })
         .collect()
+}
+
+/// The safety net of every wait below.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Waits (in the task, yielding to the others) until nothing is waiting
+/// and, with `idle`, nothing is being processed either; gives up after
+/// [`DEADLINE`] (the counts at the end then fail the test).
+async fn drained(queue: &Queue<u32>, idle: bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !(queue.is_empty() && (!idle || queue.processing_len() == 0)) && Instant::now() < deadline
+    {
+        tokio::task::yield_now().await;
+    }
 }
 
 async fn mixed_consumers(queue: Queue<u32>) {
@@ -74,15 +88,19 @@ async fn mixed_consumers(queue: Queue<u32>) {
             mine
         }));
     }
-    // Produce from a thread and from a task, in bursts with pauses so that
-    // consumers park and get woken.
+    // Produce from a thread and from a task, in bursts of 1000: after each,
+    // the producer waits until the consumers took everything, so that
+    // they park and get woken by the next burst.
     let producer = {
         let queue = queue.clone();
         thread::spawn(move || {
             for i in 0..ITEMS / 2 {
                 queue.add(i);
                 if i % 1000 == 0 {
-                    thread::sleep(Duration::from_millis(1));
+                    let deadline = Instant::now() + DEADLINE;
+                    while !queue.is_empty() && Instant::now() < deadline {
+                        thread::yield_now();
+                    }
                 }
             }
         })
@@ -90,17 +108,11 @@ async fn mixed_consumers(queue: Queue<u32>) {
     for i in ITEMS / 2..ITEMS {
         queue.add(i);
         if i % 1000 == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            drained(&queue, false).await;
         }
     }
     producer.join().unwrap();
-    // Wait (bounded) for the queue to drain, then shut down.
-    for _ in 0..10_000 {
-        if queue.is_empty() && queue.processing_len() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    drained(&queue, true).await;
     queue.shut_down();
     let mut total = 0;
     for t in tasks {
@@ -219,7 +231,7 @@ fn wq5_wq8_delaying_queue_works_without_a_runtime() {
 }
 
 /// Async drain: `shut_down_with_drain_async` resolves once the item in
-/// process is done.
+/// process is done (the task holding it waits until the drain started).
 #[tokio::test(flavor = "current_thread")]
 async fn wq4_async_drain_resolves_when_processing_ends() {
     let queue: Queue<u32> = Queue::new();
@@ -227,7 +239,9 @@ async fn wq4_async_drain_resolves_when_processing_ends() {
     let item = queue.get_async().await.unwrap();
     let q2 = queue.clone();
     let done_later = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        while !q2.is_shutting_down() {
+            tokio::task::yield_now().await;
+        }
         q2.done(&item);
     });
     tokio::time::timeout(Duration::from_secs(5), queue.shut_down_with_drain_async())

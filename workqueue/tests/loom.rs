@@ -1,7 +1,8 @@
 //! Model checking of the queue's concurrency with loom: each scenario runs
-//! under every interleaving of its threads (the delayed-item scenario up to
-//! five preemptions), with the queue's locks, condition variables, atomics
-//! and timer thread replaced by loom's (`src/sync.rs`). A lost wake-up shows as a deadlock, a lost or doubled
+//! under every interleaving of its threads (the scenarios with the timer
+//! thread up to a few preemptions), with the queue's locks, condition
+//! variables, hint flags and timer thread replaced by loom's
+//! (`src/sync.rs`). A lost wake-up shows as a deadlock, a lost or doubled
 //! item as a failed assertion, a missing happens-before as a stale read.
 //!
 //! ```sh
@@ -9,11 +10,13 @@
 //!     --target-dir target/loom --test loom
 //! ```
 //!
-//! Scenarios (DESIGN.md, WQ9): the lock-free hint/claim fast path against a
-//! sleeping thread, a parking task, `try_get` and shutdown; an add that
+//! Scenarios (DESIGN.md, WQ9): the lock-free read of a hot item's hint
+//! against the locked adds that set it, `try_get` and shutdown; an add that
 //! returns at once, against the worker that processes its item; `done`
-//! racing an `add`; the async park / cancel hand-off; shutdown with drain;
-//! the release of a delayed item by the timer thread.
+//! racing an `add`; adds waking a thread going to sleep and a task
+//! parking; the async park / cancel hand-off; shutdown with drain; the
+//! release of a delayed item by a blocked consumer or the timer thread,
+//! and an `add_after` kicking the sleeping timer thread.
 #![cfg(loom)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -50,8 +53,9 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     model_bounded(None, f);
 }
 
-/// A queue whose item 1 is hot and gone: its hint is published and idle,
-/// so the next `add(1)` takes the lock-free claim path.
+/// A queue whose item 1 is hot and gone: its hint is published and clear,
+/// so the next `add(1)` takes the lock and sets it again, while a
+/// concurrent `add(1)` may read it set and return at once.
 fn hot_idle_queue() -> Queue<u8> {
     let queue = Queue::new();
     queue.add(1);
@@ -61,7 +65,8 @@ fn hot_idle_queue() -> Queue<u8> {
     queue
 }
 
-/// A queue whose item 1 is hot and being processed (hint `PROCESSING`).
+/// A queue whose item 1 is hot and being processed, not dirty (hint
+/// clear).
 fn hot_processing_queue() -> Queue<u8> {
     let queue = Queue::new();
     queue.add(1);
@@ -76,10 +81,10 @@ fn spawn_add(queue: &Queue<u8>) -> thread::JoinHandle<()> {
     thread::spawn(move || queue.add(1))
 }
 
-/// A claim (lock-free add of a gone hot item) wakes a consumer that is
+/// An add (of a hot item that left the queue) wakes a consumer that is
 /// going to sleep: no lost wake-up.
 #[test]
-fn wq9_a_lock_free_claim_wakes_a_sleeping_consumer() {
+fn wq9_an_add_wakes_a_consumer_going_to_sleep() {
     model(|| {
         let queue = hot_idle_queue();
         let producer = spawn_add(&queue);
@@ -91,10 +96,10 @@ fn wq9_a_lock_free_claim_wakes_a_sleeping_consumer() {
 }
 
 /// An add that returned is seen by the operations after it, even when it
-/// returned at once because another add's claim of the same item was in
-/// flight.
+/// returned at once because another add of the same item had just set its
+/// hint.
 #[test]
-fn wq9_an_add_that_returned_is_seen_by_try_get_while_a_claim_is_in_flight() {
+fn wq9_an_add_that_returned_early_is_seen_by_try_get() {
     model(|| {
         let queue = hot_idle_queue();
         let claimer = spawn_add(&queue);
@@ -105,10 +110,10 @@ fn wq9_an_add_that_returned_is_seen_by_try_get_while_a_claim_is_in_flight() {
     });
 }
 
-/// WQ4 with a claim in flight: an add that returned before `shut_down` is
-/// handed out after it.
+/// WQ4 with a racing add of the same item: an add that returned (early or
+/// not) before `shut_down` is handed out after it.
 #[test]
-fn wq9_an_add_before_shutdown_is_kept_while_a_claim_is_in_flight() {
+fn wq9_an_add_before_shutdown_is_kept_while_another_add_races() {
     model(|| {
         let queue = hot_idle_queue();
         let claimer = spawn_add(&queue);
@@ -121,11 +126,11 @@ fn wq9_an_add_before_shutdown_is_kept_while_a_claim_is_in_flight() {
     });
 }
 
-/// WQ2 with `done` racing a lock-free add of the item being processed:
-/// the item is processed again exactly once, by a worker that sees what
-/// the adder wrote before `add`.
+/// WQ2 with `done` racing an add of the hot item being processed: the item
+/// is processed again exactly once, by a worker that sees what the adder
+/// wrote before `add`.
 #[test]
-fn wq9_done_racing_a_lock_free_add_requeues_once_and_publishes_the_write() {
+fn wq9_done_racing_an_add_requeues_once_and_publishes_the_write() {
     model(|| {
         let queue = hot_processing_queue();
         let data = Arc::new(AtomicUsize::new(0));
@@ -242,10 +247,9 @@ fn wq9_a_cancelled_parked_consumer_hands_its_wake_up_on() {
     });
 }
 
-/// A claim wakes a task parking in `get_async` at the same time (the
-/// task's side of the hand-off in `announce_sleep`).
+/// An add wakes a task parking in `get_async` at the same time.
 #[test]
-fn wq9_a_lock_free_claim_wakes_a_parking_task() {
+fn wq9_an_add_wakes_a_parking_task() {
     model(|| {
         let queue = hot_idle_queue();
         let flag = Arc::new(Flag::default());
@@ -257,7 +261,7 @@ fn wq9_a_lock_free_claim_wakes_a_parking_task() {
         let got = match first {
             Poll::Ready(got) => got,
             Poll::Pending => {
-                assert!(flag.woken(), "a claimed item waits while a task sleeps");
+                assert!(flag.woken(), "an added item waits while a task sleeps");
                 match get.as_mut().poll(&mut Context::from_waker(&waker)) {
                     Poll::Ready(got) => got,
                     Poll::Pending => None,
@@ -320,6 +324,53 @@ fn wq9_a_delayed_item_reaches_a_blocked_consumer_when_due() {
         };
         clock.step(Duration::from_secs(1));
         assert_eq!(consumer.join().unwrap(), Some(1));
+        queue.shut_down();
+    });
+}
+
+/// A clock on which every reading is an hour after the previous one: an
+/// item scheduled for any shorter delay is due at the next look. It never
+/// tells the timer thread that it jumps, so only `add_after` kicks it.
+#[derive(Debug)]
+struct HourPerRead {
+    start: std::time::Instant,
+    reads: std::sync::atomic::AtomicU32,
+}
+
+impl kcontrol_workqueue::Clock for HourPerRead {
+    fn now(&self) -> std::time::Instant {
+        let hours = self.reads.fetch_add(1, Ordering::Relaxed);
+        self.start + Duration::from_secs(3600) * hours
+    }
+}
+
+/// WQ5: an `add_after` of an item due before the sleeping timer thread
+/// would wake kicks it, whatever it is doing at that moment: a parked task
+/// (which has no timer of its own) is woken with the item.
+#[test]
+fn wq9_an_earlier_add_after_kicks_the_sleeping_timer_thread() {
+    model_bounded(Some(3), || {
+        let clock = Arc::new(HourPerRead {
+            start: std::time::Instant::now(),
+            reads: std::sync::atomic::AtomicU32::new(0),
+        });
+        let queue: DelayingQueue<u8> = DelayingQueue::with_config(QueueConfig::new().clock(clock));
+        queue.add_after(0, Duration::from_millis(10)); // starts the timer thread
+        assert_eq!(queue.try_get(), TryGet::Item(0)); // due at the next read
+        queue.done(&0);
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(Arc::clone(&flag));
+        let mut get = pin!(queue.get_async());
+        assert!(get
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        queue.add_after(1, Duration::from_millis(10));
+        while !flag.woken() {
+            thread::yield_now();
+        }
+        let got = get.as_mut().poll(&mut Context::from_waker(&waker));
+        assert_eq!(got, Poll::Ready(Some(1)));
         queue.shut_down();
     });
 }

@@ -237,11 +237,23 @@ fn wq7_prometheus_exports_workqueue_metrics() {
     queue.shut_down();
 }
 
-/// The background thread of a delaying queue stops when its last handle is
-/// dropped (and at shutdown): no thread outlives its queue.
+/// The background thread of a delaying queue serves it while a handle is
+/// alive, and stops when its last handle is dropped (and at shutdown): no
+/// thread outlives its queue.
 #[cfg(target_os = "linux")]
 #[test]
 fn delaying_queue_thread_stops_when_last_handle_dropped() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    /// A waker that records that it was woken.
+    struct Woken(AtomicBool);
+    impl Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
     fn threads_named(name: &str) -> usize {
         std::fs::read_dir("/proc/self/task")
             .unwrap()
@@ -255,12 +267,25 @@ fn delaying_queue_thread_stops_when_last_handle_dropped() {
     queue.add_after(1, Duration::from_secs(3600));
     assert!(eventually(|| threads_named("workqueue-wq-dr") == 1));
     drop(queue);
-    thread::sleep(Duration::from_millis(20));
-    assert_eq!(
-        threads_named("workqueue-wq-dr"),
-        1,
-        "a handle is still alive"
+    // The other handle is still served: a task parked for an item (it has
+    // no timer of its own) is woken by the thread when a delayed item is
+    // due.
+    let woken = Arc::new(Woken(AtomicBool::new(false)));
+    let waker = Waker::from(Arc::clone(&woken));
+    let mut get = Box::pin(other.get_async());
+    assert!(get
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    other.add_after(2, Duration::from_millis(1));
+    assert!(
+        eventually(|| woken.0.load(Ordering::SeqCst)),
+        "the thread stopped while a handle is alive"
     );
+    let got = get.as_mut().poll(&mut Context::from_waker(&waker));
+    assert_eq!(got, Poll::Ready(Some(2)));
+    drop(get);
+    assert_eq!(threads_named("workqueue-wq-dr"), 1);
     drop(other);
     assert!(
         eventually(|| threads_named("workqueue-wq-dr") == 0),

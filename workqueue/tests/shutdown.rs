@@ -1,14 +1,30 @@
 //! Shutdown under concurrent workers (WQ4): plain shutdown hands out what
 //! is queued, then `None`, and drops later adds; shutdown with drain
-//! returns only once no item is being processed.
+//! returns only once no item is being processed. (That threads blocked in
+//! `get` wake at shutdown is `queue::tests::wq4_shut_down_wakes_blocked_threads`:
+//! it waits until they sleep, which only the crate can see.)
+//!
+//! No test sleeps for a while: each waits for the event it needs. A
+//! drainer sets the shutdown flag and waits for the drain in one hold of
+//! the queue lock, so once another thread reads `is_shutting_down()` as
+//! true (which takes the lock), the drainer is waiting.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kcontrol_workqueue::{Queue, RateLimitingQueue, TryGet};
+
+/// Waits until `cond` holds; panics after 30 s (a safety net).
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::yield_now();
+    }
+}
 
 /// WQ4: every item queued before `shut_down` is still handed out exactly
 /// once; workers then get `None`; adds after shutdown are dropped.
@@ -43,52 +59,33 @@ fn wq4_shut_down_hands_out_queued_items_then_none_and_drops_later_adds() {
     assert_eq!(queue.get(), None);
 }
 
-/// WQ4: blocked workers (threads) wake up at shutdown and get `None`.
-#[test]
-fn wq4_shut_down_wakes_blocked_workers() {
-    let queue: Queue<u32> = Queue::new();
-    let started = Barrier::new(5);
-    thread::scope(|s| {
-        let workers: Vec<_> = (0..4)
-            .map(|_| {
-                s.spawn(|| {
-                    started.wait();
-                    queue.get()
-                })
-            })
-            .collect();
-        started.wait();
-        thread::sleep(Duration::from_millis(20));
-        queue.shut_down();
-        for w in workers {
-            assert_eq!(w.join().unwrap(), None);
-        }
-    });
-}
-
 /// WQ4: `shut_down_with_drain` returns only after every item being
-/// processed is done, while workers keep getting what is queued.
+/// processed is done, while workers keep getting what is queued. Each
+/// worker holds its first item from before the drain starts until it has
+/// started, so the drain cannot return before all four are done. (Once
+/// they are, it may return between two items of the rest, as client-go's
+/// does: it waits for nothing in process, not for an empty queue.)
 #[test]
 fn wq4_shut_down_with_drain_waits_for_items_in_process() {
     let queue: RateLimitingQueue<u32> = RateLimitingQueue::new();
-    let in_flight = AtomicUsize::new(0);
+    let firsts_done = AtomicUsize::new(0);
     let processed = AtomicUsize::new(0);
     let holding = Barrier::new(5);
     thread::scope(|s| {
-        for w in 0..4 {
-            let (queue, in_flight, processed, holding) = (&queue, &in_flight, &processed, &holding);
+        for _ in 0..4 {
+            let (queue, firsts_done, processed, holding) =
+                (&queue, &firsts_done, &processed, &holding);
             s.spawn(move || {
                 let mut first = true;
                 while let Some(i) = queue.get() {
-                    in_flight.fetch_add(1, Ordering::SeqCst);
+                    processed.fetch_add(1, Ordering::SeqCst);
+                    queue.forget(&i);
                     if first {
                         first = false;
                         holding.wait();
-                        thread::sleep(Duration::from_millis(20 + 10 * w));
+                        wait_until("the drain started", || queue.is_shutting_down());
+                        firsts_done.fetch_add(1, Ordering::SeqCst);
                     }
-                    processed.fetch_add(1, Ordering::SeqCst);
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
-                    queue.forget(&i);
                     queue.done(&i);
                 }
             });
@@ -98,15 +95,15 @@ fn wq4_shut_down_with_drain_waits_for_items_in_process() {
         }
         holding.wait(); // each worker holds an item
         queue.shut_down_with_drain();
-        assert_eq!(queue.processing_len(), 0);
         assert_eq!(
-            in_flight.load(Ordering::SeqCst),
-            0,
+            firsts_done.load(Ordering::SeqCst),
+            4,
             "drain returned while an item was in process"
         );
         queue.add(5000); // dropped
     });
     assert_eq!(processed.load(Ordering::SeqCst), 1000);
+    assert_eq!(queue.processing_len(), 0);
 }
 
 /// WQ4: a drain with a timeout reports whether it finished; a plain
@@ -125,7 +122,7 @@ fn wq4_drain_timeout_and_cancellation() {
     let _item = queue.get().unwrap();
     thread::scope(|s| {
         let drainer = s.spawn(|| queue.shut_down_with_drain());
-        thread::sleep(Duration::from_millis(20));
+        wait_until("the drainer waits", || queue.is_shutting_down());
         queue.shut_down(); // cancels the drain
         drainer.join().unwrap();
     });

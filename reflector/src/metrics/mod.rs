@@ -149,6 +149,13 @@ pub trait ReflectorMetrics: Send + Sync {
     fn last_resource_version(&self, resource_version: &str) {
         let _ = resource_version;
     }
+
+    /// A list or WatchList started delivering a new state into the FIFO
+    /// (`true`), or the replace that completes it ended (`false`): see
+    /// [`Reflector::relist_incomplete`](crate::Reflector::relist_incomplete).
+    fn relist_incomplete(&self, incomplete: bool) {
+        let _ = incomplete;
+    }
 }
 
 /// Metrics that record nothing.

@@ -7,8 +7,11 @@
 mod back_in_time;
 mod backoff;
 mod convergence;
+mod encodings;
 mod lifecycle;
 mod list;
+mod pacing;
+mod relist;
 mod restart;
 mod support;
 mod watch;

@@ -26,7 +26,8 @@ use kcontrol_deltafifo::{Delta, DeltaFifo, DeltaType, PopError, ProcessError};
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_indexer::{ApiResource, Object, ThreadSafeStore};
 use kcontrol_reflector::{
-    BackoffConfig, ListerWatcher, Reflector, ReflectorConfig, ReflectorError, WatchEventStream,
+    BackoffConfig, ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorMetrics,
+    RestartCause, WatchEventStream,
 };
 use kcontrol_testserver::{RequestRecord, TestServer, Verb};
 use serde_json::{json, Value};
@@ -135,20 +136,13 @@ pub fn store_state(store: &ThreadSafeStore<ConfigMap>) -> BTreeMap<String, Strin
         .collect()
 }
 
-/// Polls `cond` every 10 ms until it holds; panics with `what` after `limit`.
-pub async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+pub use kcontrol_testserver::eventually_within;
 
 /// Waits until the server has at least one watch open (a watch counts as
 /// open once `close_all_watches` would end it): a converged store does not
 /// mean the reflector's next watch has reached the server yet.
 pub async fn wait_watch_open(server: &TestServer) {
-    wait_for("an open watch", DEADLINE, || {
+    eventually_within("an open watch", DEADLINE, async || {
         server.counters().active_watches >= 1
     })
     .await;
@@ -161,7 +155,7 @@ pub async fn wait_watch_delivered(server: &TestServer, h: &Harness) {
     wait_watch_open(server).await;
     let rv = bump_version(server);
     let reflector = h.reflector.clone();
-    wait_for("an event on the watch", DEADLINE, move || {
+    eventually_within("an event on the watch", DEADLINE, async move || {
         reflector
             .last_sync_resource_version()
             .and_then(|v| v.parse::<u64>().ok())
@@ -183,6 +177,8 @@ pub struct Popped {
     pub regressions: Vec<String>,
     /// Keys popped as deleted, in order.
     pub deleted: Vec<String>,
+    /// Per key, how many deltas other than deletions were popped.
+    pub applied: HashMap<String, u64>,
 }
 
 impl Popped {
@@ -288,7 +284,10 @@ impl Harness {
     /// Waits for the first sync to be consumed.
     pub async fn synced(&self) {
         let fifo = self.fifo.clone();
-        wait_for("the initial sync", DEADLINE, move || fifo.has_synced()).await;
+        eventually_within("the initial sync", DEADLINE, async move || {
+            fifo.has_synced()
+        })
+        .await;
     }
 
     /// Stops the reflector (bounded) and the consumer.
@@ -365,6 +364,7 @@ async fn consume(
                             if rv < before {
                                 popped.regressions.push(format!("{key}: {before} → {rv}"));
                             }
+                            *popped.applied.entry(key.clone()).or_default() += 1;
                             popped.newest.insert(key, rv.max(before));
                             store.update(obj.clone()).unwrap();
                         }
@@ -767,4 +767,63 @@ pub fn bulk_seed(server: &TestServer, n: usize) {
             (0..n).map(|i| configmap(&format!("bulk-{i}"), "v0")),
         )
         .unwrap();
+}
+
+/// What a [`Recorder`] saw, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Seen {
+    /// The reflector waited this long before trying again.
+    Backoff(Duration),
+    /// A relist began, for this cause.
+    Relisting(RestartCause),
+    /// A watch began again, for this cause.
+    WatchRestarting(RestartCause),
+    /// `relist_incomplete` turned this way.
+    RelistIncomplete(bool),
+}
+
+/// Reflector metrics that record the waits and restarts, in order.
+#[derive(Default)]
+pub struct Recorder {
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Recorder {
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Each relist or restarted watch with its cause and the last wait
+    /// before it (`None` when it came at once).
+    pub fn restarts(&self) -> Vec<(Seen, Option<Duration>)> {
+        let mut out = Vec::new();
+        let mut wait = None;
+        for s in self.seen() {
+            match s {
+                Seen::Backoff(d) => wait = Some(d),
+                Seen::Relisting(_) | Seen::WatchRestarting(_) => out.push((s, wait.take())),
+                Seen::RelistIncomplete(_) => {}
+            }
+        }
+        out
+    }
+
+    fn push(&self, s: Seen) {
+        self.seen.lock().unwrap().push(s);
+    }
+}
+
+impl ReflectorMetrics for Recorder {
+    fn backoff(&self, delay: Duration) {
+        self.push(Seen::Backoff(delay));
+    }
+    fn relisting(&self, cause: RestartCause) {
+        self.push(Seen::Relisting(cause));
+    }
+    fn watch_restarting(&self, cause: RestartCause) {
+        self.push(Seen::WatchRestarting(cause));
+    }
+    fn relist_incomplete(&self, incomplete: bool) {
+        self.push(Seen::RelistIncomplete(incomplete));
+    }
 }

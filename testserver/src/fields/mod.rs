@@ -237,12 +237,17 @@ fn set_managed_fields(obj: &mut Value, v: Value) {
     }
 }
 
-/// The walk context of a resource.
+/// The walk context of a resource: a custom resource's schema, or a
+/// built-in kind's structural schema (its merge rules).
 fn ctx(info: &ResourceInfo) -> Ctx<'_> {
     let custom = info.behavior == Behavior::CustomResource;
     Ctx {
         custom,
-        schema: if custom { info.schema.as_deref() } else { None },
+        schema: if custom {
+            info.schema.as_deref()
+        } else {
+            crate::builtin::schemas::structural(info)
+        },
     }
 }
 

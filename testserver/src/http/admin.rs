@@ -1,6 +1,6 @@
-//! The admin endpoint (`/__admin/...`): fault injection, counters and the
-//! request log over HTTP, for tests that drive the server from another
-//! process (the binary, the Python client).
+//! The admin endpoint (`/__admin/...`): fault injection, counters, the
+//! request log and adding Nodes over HTTP, for tests that drive the server
+//! from another process (the binary, the Python client).
 
 use super::body::{full, ResponseBody};
 use super::request::Verb;
@@ -58,7 +58,9 @@ fn counters(state: &State) -> Value {
         .iter()
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
-    json!({"total": c.total, "byVerbResource": by, "byStatus": status, "activeWatches": c.active_watches, "watchesOpened": c.watches_opened})
+    let flow_control = state.faults.flow_control();
+    json!({"total": c.total, "byVerbResource": by, "byStatus": status, "activeWatches": c.active_watches, "watchesOpened": c.watches_opened,
+        "inFlight": flow_control.in_flight(), "rejectedInFlight": flow_control.rejected(), "retryAfterViolations": c.retry_after_violations})
 }
 
 fn requests(state: &State) -> Value {
@@ -73,6 +75,31 @@ fn requests(state: &State) -> Value {
         })
         .collect();
     json!({"requests": list})
+}
+
+/// The failure a `fail` or `fail-for` call asks for (`code`, and
+/// `retryAfter` for a 429).
+fn failure(q: &HashMap<String, String>) -> Result<Failure, StatusError> {
+    Ok(match num(q, "code")?.unwrap_or(429) {
+        429 => Failure::TooManyRequests {
+            retry_after_secs: num(q, "retryAfter")?.unwrap_or(1),
+        },
+        500 => Failure::InternalError,
+        503 => Failure::ServiceUnavailable,
+        other => {
+            return Err(StatusError::bad_request(format!(
+                "code must be 429, 500 or 503, got {other}"
+            )))
+        }
+    })
+}
+
+/// The requests a failure applies to (`verb`, `resource`).
+fn scope(q: &HashMap<String, String>) -> Result<FaultScope, StatusError> {
+    Ok(FaultScope {
+        verb: q.get("verb").map(|v| verb(v)).transpose()?,
+        resource: q.get("resource").cloned(),
+    })
 }
 
 /// Serves `/__admin/<path>`.
@@ -118,24 +145,24 @@ pub(crate) fn handle(
         }
         ("fail", true) => {
             let count = num(q, "count")?.unwrap_or(1);
-            let failure = match num(q, "code")?.unwrap_or(429) {
-                429 => Failure::TooManyRequests {
-                    retry_after_secs: num(q, "retryAfter")?.unwrap_or(1),
-                },
-                500 => Failure::InternalError,
-                503 => Failure::ServiceUnavailable,
-                other => {
-                    return Err(StatusError::bad_request(format!(
-                        "code must be 429, 500 or 503, got {other}"
-                    )))
-                }
-            };
-            let scope = FaultScope {
-                verb: q.get("verb").map(|v| verb(v)).transpose()?,
-                resource: q.get("resource").cloned(),
-            };
-            f.fail_next_matching(count, failure, scope);
+            let failure = failure(q)?;
+            f.fail_next_matching(count, failure, scope(q)?);
             Ok(ok(json!({"count": count})))
+        }
+        ("fail-for", true) => {
+            let ms = num(q, "ms")?.unwrap_or(1000);
+            let failure = failure(q)?;
+            if q.get("watchList").is_some_and(|w| w == "true") {
+                f.fail_watch_lists_for(Duration::from_millis(ms), failure);
+            } else {
+                f.fail_for(Duration::from_millis(ms), failure, scope(q)?);
+            }
+            Ok(ok(json!({"ms": ms})))
+        }
+        ("max-in-flight", true) => {
+            let limit = num(q, "limit")?.filter(|l| *l > 0);
+            f.limit_in_flight(limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)));
+            Ok(ok(json!({"limit": limit})))
         }
         ("latency", true) => {
             let ms = num(q, "ms")?.unwrap_or(0);
@@ -163,6 +190,14 @@ pub(crate) fn handle(
         ("reset", true) => {
             f.reset();
             Ok(ok(json!({"reset": true})))
+        }
+        ("nodes", true) => {
+            let name = q
+                .get("name")
+                .filter(|n| !n.is_empty())
+                .ok_or_else(|| StatusError::bad_request("query parameter \"name\" is required"))?;
+            let node = crate::controllers::nodes::add_node(&state.core, name)?;
+            Ok(ok(node.value().clone()))
         }
         ("deployment-simulator", true) => {
             let delay = if q.get("enabled").is_some_and(|e| e == "false") {

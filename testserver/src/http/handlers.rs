@@ -6,8 +6,10 @@ use super::negotiate::{self, Output};
 use super::render::{self, IncludeObject};
 use super::request::{ApiRequest, Verb};
 use super::{list, watch, State};
+use crate::admission::Change;
+use crate::flow_control::Seat;
 use crate::patch::PatchType;
-use crate::resource::{Behavior, ResourceInfo};
+use crate::resource::ResourceInfo;
 use crate::rest::{
     DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
     WriteResult,
@@ -94,6 +96,7 @@ fn write_options(
         default_manager: Some(crate::fields::manager_from_user_agent(user_agent)),
         force,
         fields_recorded: false,
+        prepared: false,
     })
 }
 
@@ -124,13 +127,15 @@ fn write_response(
     respond(code, bytes, ct, &r.warnings)
 }
 
-/// Serves a resource request.
+/// Serves a resource request; `seat` is a watch's admission seat, handed
+/// back once the watch is initialized.
 pub(crate) async fn resource(
     state: &Arc<State>,
     req: &ApiRequest,
     parts: &Parts,
     body: Incoming,
     q: &HashMap<String, String>,
+    seat: Option<Seat>,
 ) -> Result<Resp, StatusError> {
     let info = state
         .core
@@ -145,7 +150,7 @@ pub(crate) async fn resource(
     if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
         return Err(StatusError::route_not_found());
     }
-    if req.subresource.as_deref() == Some("scale") && info.behavior == Behavior::Deployment {
+    if req.subresource.as_deref() == Some("scale") && info.scale.is_some() {
         return scale(state, &info, req, parts, body, q).await;
     }
     let sub = match req.subresource.as_deref() {
@@ -161,24 +166,32 @@ pub(crate) async fn resource(
     match (req.verb, name) {
         (Verb::Get, Some(name)) => {
             let obj = state.core.get(&info, ns, name)?;
+            let obj = state.admission.read_one(&state.core, &info, obj).await?;
             let include = IncludeObject::parse(q.get("includeObject").map(String::as_str));
             let (bytes, ct) = render::render_one(&info, &obj, output, include)?;
             respond(200, bytes, ct, &[])
         }
         (Verb::List, _) => list::list(state, &info, namespace, q, output).await,
-        (Verb::Watch, _) => watch::watch(state, &info, namespace, q, output).await,
+        (Verb::Watch, _) => watch::watch(state, &info, namespace, q, output, seat).await,
         (Verb::Create, None) => {
             let bytes = read_body(body).await?;
             let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
             let opts = write_options(q, parts, "CreateOptions", false)?;
-            let r = state.core.create(&info, ns, obj, &opts)?;
+            let r = state
+                .admission
+                .create(&state.core, &info, ns, obj, &opts)
+                .await?;
             write_response(&info, &r, output, 201)
         }
         (Verb::Update, Some(name)) => {
             let bytes = read_body(body).await?;
             let obj = negotiate::decode_body(header(parts, http::header::CONTENT_TYPE), &bytes)?;
             let opts = write_options(q, parts, "UpdateOptions", false)?;
-            let r = state.core.update(&info, ns, name, obj, sub, &opts)?;
+            let change = Change::Replace(&obj);
+            let r = state
+                .admission
+                .update(&state.core, &info, ns, name, change, sub, &opts)
+                .await?;
             write_response(&info, &r, output, 200)
         }
         (Verb::Patch, Some(name)) => {
@@ -192,14 +205,20 @@ pub(crate) async fn resource(
             })?;
             let opts = write_options(q, parts, "PatchOptions", patch_type == PatchType::Apply)?;
             let bytes = read_body(body).await?;
+            let change = Change::Patch(patch_type, &bytes);
             let r = state
-                .core
-                .patch(&info, ns, name, patch_type, &bytes, sub, &opts)?;
+                .admission
+                .update(&state.core, &info, ns, name, change, sub, &opts)
+                .await?;
             write_response(&info, &r, output, 200)
         }
         (Verb::Delete, Some(name)) => {
             let opts = delete_options(body, q).await?;
-            delete_response(&info, state.core.delete(&info, ns, name, &opts)?, output)
+            let outcome = state
+                .admission
+                .delete(&state.core, &info, ns, name, &opts)
+                .await?;
+            delete_response(&info, outcome, output)
         }
         (Verb::DeleteCollection, None) => {
             let opts = delete_options(body, q).await?;
@@ -209,8 +228,9 @@ pub(crate) async fn resource(
                 q.get("fieldSelector").map(String::as_str),
             )?;
             let deleted = state
-                .core
-                .delete_collection(&info, namespace, &filter, &opts)?;
+                .admission
+                .delete_collection(&state.core, &info, namespace, &filter, &opts)
+                .await?;
             let rv = state.core.store.current_rv();
             list::render_list(
                 &info,
@@ -224,7 +244,7 @@ pub(crate) async fn resource(
     }
 }
 
-/// The `scale` subresource of a Deployment.
+/// The `scale` subresource.
 async fn scale(
     state: &Arc<State>,
     info: &ResourceInfo,

@@ -217,9 +217,10 @@ pub(crate) async fn list(
     if let Some(n) = page.remaining {
         list_meta["remainingItemCount"] = json!(n);
     }
+    let items = state.admission.read(&state.core, info, page.items).await?;
     render_list(
         info,
-        page.items,
+        items,
         list_meta,
         output,
         IncludeObject::parse(q.get("includeObject").map(String::as_str)),
@@ -283,7 +284,21 @@ pub(crate) fn render_list(
             let (b, ct) = render::yaml(&v)?;
             (full(b), ct)
         }
-        Output::PartialMetadata { v1beta1 } => {
+        Output::PartialMetadata { protobuf: true, .. } => {
+            let items: Vec<Value> = items
+                .iter()
+                .map(|o| render::partial_metadata(o.value(), false))
+                .collect();
+            let b = crate::proto::encode_list(
+                render::meta_api_version(false),
+                "PartialObjectMetadataList",
+                &list_meta,
+                &items,
+            )
+            .map_err(|e| super::negotiate::proto_response_error(&e))?;
+            (full(Bytes::from(b)), crate::proto::MEDIA_TYPE)
+        }
+        Output::PartialMetadata { v1beta1, .. } => {
             let items: Vec<Value> = items
                 .iter()
                 .map(|o| render::partial_metadata(o.value(), v1beta1))

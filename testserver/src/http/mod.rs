@@ -11,6 +11,7 @@ pub(crate) mod list;
 pub(crate) mod negotiate;
 pub(crate) mod openapi;
 pub(crate) mod openapi_schemas;
+mod printers;
 pub(crate) mod render;
 pub mod request;
 pub(crate) mod table;
@@ -19,10 +20,12 @@ pub(crate) mod watch;
 pub(crate) use accept::serve;
 
 use crate::faults::{Failure, Faults, ScopedResource};
+use crate::flow_control;
 use crate::metrics::{Metrics, RequestRecord};
 use crate::rest::Core;
 use crate::status::StatusError;
 use body::{full, ResponseBody};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use request::Route;
@@ -47,6 +50,7 @@ pub(crate) struct HttpConfig {
 /// Shared by every connection.
 pub(crate) struct State {
     pub core: Arc<Core>,
+    pub admission: Arc<crate::admission::Admission>,
     pub faults: Faults,
     pub metrics: Arc<Metrics>,
     pub config: HttpConfig,
@@ -141,6 +145,67 @@ fn version() -> serde_json::Value {
     })
 }
 
+/// Why the gate in front of the API turned a request away.
+enum Refused {
+    /// Every seat of the admission limit was taken (429, as APF).
+    NoSeat,
+    /// An injected fault or a restart's unavailability answers it.
+    Failed(StatusError),
+}
+
+/// Whether a route is an API request (admission, latency and faults apply).
+fn is_api(route: &Route) -> bool {
+    matches!(
+        route,
+        Route::Resource(_)
+            | Route::CoreVersions
+            | Route::Groups
+            | Route::Group(_)
+            | Route::ResourceList { .. }
+    )
+}
+
+/// The gate of an API request, in kube-apiserver's order: a seat of the
+/// admission limit (priority and fairness), then the server's latency,
+/// then whatever a fault makes it answer. The seat is the request's until
+/// its answer is out.
+async fn gate(
+    state: &State,
+    route: &Route,
+    q: &HashMap<String, String>,
+) -> Result<flow_control::Seat, Refused> {
+    let seat = state
+        .faults
+        .flow_control()
+        .admit()
+        .map_err(|_| Refused::NoSeat)?;
+    let latency = state.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let (verb, resource) = match route {
+        Route::Resource(r) => (
+            Some(r.verb),
+            Some(ScopedResource {
+                plural: &r.resource,
+                group: &r.group,
+            }),
+        ),
+        _ => (None, None),
+    };
+    if state.faults.unavailable() {
+        return Err(Refused::Failed(failure_status(Failure::ServiceUnavailable)));
+    }
+    let watch_list = verb == Some(request::Verb::Watch)
+        && q.get("sendInitialEvents")
+            .and_then(|v| request::parse_bool(v))
+            == Some(true);
+    match state.faults.take_failure(verb, resource, watch_list) {
+        Some(f) => Err(Refused::Failed(failure_status(f))),
+        None => Ok(seat),
+    }
+}
+
 async fn route_request(
     state: &Arc<State>,
     route: &Route,
@@ -156,57 +221,41 @@ async fn route_request(
     if let Route::Admin(path) = route {
         return admin::handle(state, &parts.method, path, q);
     }
-    let is_api = matches!(
-        route,
-        Route::Resource(_)
-            | Route::CoreVersions
-            | Route::Groups
-            | Route::Group(_)
-            | Route::ResourceList { .. }
-    );
-    if is_api {
-        let latency = state.faults.latency();
-        if !latency.is_zero() {
-            tokio::time::sleep(latency).await;
-        }
-        let (verb, resource) = match route {
-            Route::Resource(r) => (
-                Some(r.verb),
-                Some(ScopedResource {
-                    plural: &r.resource,
-                    group: &r.group,
-                }),
-            ),
-            _ => (None, None),
-        };
-        if state.faults.unavailable() {
-            return Err(failure_status(Failure::ServiceUnavailable));
-        }
-        if let Some(f) = state.faults.take_failure(verb, resource) {
-            return Err(failure_status(f));
-        }
+    if !is_api(route) {
+        return dispatch(state, route, parts, body, q, None).await;
     }
+    let seat = match gate(state, route, q).await {
+        Ok(seat) => seat,
+        Err(Refused::NoSeat) => return Ok(flow_control::rejection()),
+        Err(Refused::Failed(e)) => return Err(e),
+    };
+    // a watch hands its seat back once initialized; anything else once
+    // its answer's body is out
+    if matches!(route, Route::Resource(r) if r.verb == request::Verb::Watch) {
+        return dispatch(state, route, parts, body, q, Some(seat)).await;
+    }
+    let resp = dispatch(state, route, parts, body, q, None).await?;
+    Ok(resp.map(|b| flow_control::SeatedBody::new(b, seat).boxed()))
+}
+
+/// Serves a request that passed authentication and the gate; `seat` is a
+/// watch's admission seat.
+async fn dispatch(
+    state: &Arc<State>,
+    route: &Route,
+    parts: &http::request::Parts,
+    body: Incoming,
+    q: &HashMap<String, String>,
+    seat: Option<flow_control::Seat>,
+) -> Result<Resp, StatusError> {
     let registry = &state.core.registry;
     if matches!(route, Route::CoreVersions | Route::Groups) {
-        let accept = parts
-            .headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok());
-        if let Some(version) = discovery::aggregated_version(accept) {
-            let doc =
-                discovery::aggregated(registry, matches!(route, Route::CoreVersions), version);
-            let mut r = json_response(&doc);
-            let ct = format!(
-                "application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
-            );
-            if let Ok(v) = http::HeaderValue::from_str(&ct) {
-                r.headers_mut().insert(http::header::CONTENT_TYPE, v);
-            }
+        if let Some(r) = aggregated_discovery(state, route, parts) {
             return Ok(r);
         }
     }
     match route {
-        Route::Resource(r) => handlers::resource(state, r, parts, body, q).await,
+        Route::Resource(r) => handlers::resource(state, r, parts, body, q, seat).await,
         Route::CoreVersions => Ok(json_response(&discovery::core_versions(
             &state.config.server_address,
         ))),
@@ -219,17 +268,7 @@ async fn route_request(
                 .map(|v| json_response(&v))
                 .ok_or_else(StatusError::route_not_found)
         }
-        Route::OpenApiV2 => {
-            let accept = parts
-                .headers
-                .get(http::header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            if !accept.is_empty() && !accept.contains("json") && !accept.contains("*/*") {
-                return Err(StatusError::not_acceptable());
-            }
-            Ok(json_response(&openapi::v2_doc(registry)))
-        }
+        Route::OpenApiV2 => openapi_v2(state, parts),
         Route::OpenApiV3Root => Ok(json_response(&openapi::v3_root(registry))),
         Route::OpenApiV3 { group, version } => openapi::v3_doc(registry, group, version)
             .map(|v| json_response(&v))
@@ -238,6 +277,43 @@ async fn route_request(
         Route::Health => Ok(health(parts.uri.path())),
         Route::Admin(_) | Route::NotFound => Err(StatusError::route_not_found()),
     }
+}
+
+/// `/api` or `/apis` as aggregated discovery, when the client asks for it.
+fn aggregated_discovery(
+    state: &State,
+    route: &Route,
+    parts: &http::request::Parts,
+) -> Option<Resp> {
+    let accept = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let version = discovery::aggregated_version(accept)?;
+    let doc = discovery::aggregated(
+        &state.core.registry,
+        matches!(route, Route::CoreVersions),
+        version,
+    );
+    let mut r = json_response(&doc);
+    let ct = format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+    if let Ok(v) = http::HeaderValue::from_str(&ct) {
+        r.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    Some(r)
+}
+
+/// `/openapi/v2` in JSON (406 for an `Accept` without it).
+fn openapi_v2(state: &State, parts: &http::request::Parts) -> Result<Resp, StatusError> {
+    let accept = parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !accept.is_empty() && !accept.contains("json") && !accept.contains("*/*") {
+        return Err(StatusError::not_acceptable());
+    }
+    Ok(json_response(&openapi::v2_doc(&state.core.registry)))
 }
 
 /// Whether a request's errors are answered in protobuf: a built-in kind's
@@ -267,6 +343,15 @@ fn wants_protobuf(state: &State, route: &Route, parts: &http::request::Parts) ->
         )
 }
 
+/// A header's text, empty when absent or not text.
+fn header_text(headers: &http::HeaderMap, name: http::header::HeaderName) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
 /// Serves one request and records it.
 async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool) -> Resp {
     let started = Instant::now();
@@ -274,10 +359,26 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
     let query_str = parts.uri.query().unwrap_or("").to_owned();
     let q = request::parse_query(Some(&query_str));
     let route = request::route(&parts.method, parts.uri.path(), &q);
+    let client = parts
+        .headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let tracked = !matches!(route, Route::Admin(_));
+    if tracked {
+        state.metrics.retry_after.arrived(&client, started);
+    }
     let mut resp = match route_request(&state, &route, &parts, body, &q, cert_ok).await {
         Ok(r) => r,
         Err(e) => status_response(&e, wants_protobuf(&state, &route, &parts)),
     };
+    if let Some(wait) = crate::retry_after::header_secs(resp.headers()).filter(|_| tracked) {
+        state
+            .metrics
+            .retry_after
+            .asked(&client, Instant::now(), wait);
+    }
     let headers = resp.headers_mut();
     headers.insert(
         "Audit-Id",
@@ -312,12 +413,9 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
         namespace,
         name,
         status: resp.status().as_u16(),
-        user_agent: parts
-            .headers
-            .get(http::header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned(),
+        user_agent: client,
+        accept: header_text(&parts.headers, http::header::ACCEPT),
+        content_type: header_text(resp.headers(), http::header::CONTENT_TYPE),
         duration: started.elapsed(),
     });
     resp

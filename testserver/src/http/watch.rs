@@ -13,13 +13,14 @@ use super::list::{parse_rv, wait_for_rv, Rv};
 use super::negotiate::Output;
 use super::render::{self, IncludeObject};
 use super::{table, State};
+use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};
 use crate::store::{Event, EventType, ResourceStore, StoredObject};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,20 +51,22 @@ fn proto_frame(kind: &str, object: Bytes) -> Bytes {
 
 /// The Content-Type of a watch stream.
 fn stream_content_type(output: Output) -> &'static str {
-    match output {
-        Output::Protobuf { .. } => crate::proto::WATCH_MEDIA_TYPE,
-        _ => "application/json",
+    if output.is_protobuf() {
+        crate::proto::WATCH_MEDIA_TYPE
+    } else {
+        "application/json"
     }
 }
 
 /// A Status as the object of an ERROR event in the stream's encoding.
 fn status_object(e: &StatusError, output: Output) -> Bytes {
     let v = e.to_json();
-    match output {
-        Output::Protobuf { .. } => crate::proto::encode_object(&v)
+    if output.is_protobuf() {
+        crate::proto::encode_object(&v)
             .map(Bytes::from)
-            .unwrap_or_default(),
-        _ => render::json_bytes(&v),
+            .unwrap_or_default()
+    } else {
+        render::json_bytes(&v)
     }
 }
 
@@ -73,9 +76,10 @@ fn error_stream(
     output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let object = status_object(e, output);
-    let f = match output {
-        Output::Protobuf { .. } => proto_frame("ERROR", object),
-        _ => frame("ERROR", &object),
+    let f = if output.is_protobuf() {
+        proto_frame("ERROR", object)
+    } else {
+        frame("ERROR", &object)
     };
     hyper::Response::builder()
         .status(200)
@@ -148,13 +152,16 @@ fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, St
     })
 }
 
-/// WATCH handler.
+/// WATCH handler. `seat` (the admission limit's, if any) is held until the
+/// watch is initialized: its initial events, and their end bookmark, are
+/// queued to the client.
 pub(crate) async fn watch(
     state: &Arc<State>,
     info: &Arc<ResourceInfo>,
     namespace: Option<&str>,
     q: &HashMap<String, String>,
     output: Output,
+    seat: Option<Seat>,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let p = parse_params(state, q)?;
     let scoped = crate::faults::ScopedResource {
@@ -238,8 +245,10 @@ pub(crate) async fn watch(
         deadline: Instant::now() + p.timeout,
         sent: 0,
         fast,
+        converts: state.admission.converts(&state.core, info),
         close_rx,
         stale_until: lagging,
+        seat,
     };
     state.metrics.watch_started();
     tokio::spawn(watcher.run(initial, initial_rv, end_bookmark));
@@ -264,11 +273,15 @@ struct Watcher {
     deadline: Instant,
     sent: u64,
     fast: bool,
+    /// Objects are converted by the CRD's conversion webhook.
+    converts: bool,
     /// Close-all-watches notifications, subscribed when the request came.
     close_rx: tokio::sync::watch::Receiver<u64>,
     /// Served by a lagging replica at this version: the watch ends once it
     /// has sent the events up to it.
     stale_until: Option<u64>,
+    /// The admission seat, until the watch is initialized.
+    seat: Option<Seat>,
 }
 
 /// Why a watch stream ends.
@@ -287,8 +300,12 @@ impl Watcher {
     /// mapping cannot encode becomes an ERROR event naming the field.
     fn event(&self, kind: &str, obj: &StoredObject) -> Bytes {
         match self.output {
-            Output::Protobuf { .. } => {
-                match crate::proto::encode_object(&render::object_value(&self.info, obj)) {
+            Output::Protobuf { .. } | Output::PartialMetadata { protobuf: true, .. } => {
+                let value = match self.output {
+                    Output::PartialMetadata { .. } => render::partial_metadata(obj.value(), false),
+                    _ => render::object_value(&self.info, obj),
+                };
+                match crate::proto::encode_object(&value) {
                     Ok(b) => proto_frame(kind, Bytes::from(b)),
                     Err(e) => {
                         let status = StatusError::internal(&format!(
@@ -307,7 +324,7 @@ impl Watcher {
             Output::Json | Output::Yaml | Output::Protobuf { .. } => {
                 render::object_json(&self.info, obj)
             }
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
             }
             Output::Table { v1beta1 } => {
@@ -325,22 +342,23 @@ impl Watcher {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let mut metadata =
-            json!({"resourceVersion": rv.to_string(), "creationTimestamp": Value::Null});
+        // only the resourceVersion (and the annotation): kube-apiserver
+        // omits a zero creationTimestamp since 1.33
+        let mut metadata = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         // a bookmark is converted like any object: a PartialObjectMetadata
         // for a metadata-only watch, as kube-apiserver sends it
         let obj = match self.output {
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 json!({"kind": "PartialObjectMetadata", "apiVersion": render::meta_api_version(v1beta1), "metadata": metadata})
             }
             _ => {
                 json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata})
             }
         };
-        if let Output::Protobuf { .. } = self.output {
+        if self.output.is_protobuf() {
             return proto_frame(
                 "BOOKMARK",
                 crate::proto::encode_object(&obj)
@@ -351,11 +369,27 @@ impl Watcher {
         frame("BOOKMARK", &render::json_bytes(&obj))
     }
 
+    /// A frame that does not decode, in the stream's framing.
     fn corrupt(&self) -> Bytes {
+        if self.output.is_protobuf() {
+            // a well-framed WatchEvent whose bytes are not protobuf
+            return Bytes::from_static(&[0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        }
         Bytes::from(format!(
             "{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"{}\",\"apiVersion\":}}\n",
             self.info.kind
         ))
+    }
+
+    /// A well-formed ADDED event whose object is a `Status`.
+    fn foreign(&self) -> Bytes {
+        let status =
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+        if self.output.is_protobuf() {
+            let object = crate::proto::encode_object(&status).unwrap_or_default();
+            return proto_frame("ADDED", Bytes::from(object));
+        }
+        frame("ADDED", &render::json_bytes(&status))
     }
 
     /// The frame this watcher sends for an event, if any.
@@ -386,6 +420,18 @@ impl Watcher {
         }
     }
 
+    /// A failed conversion ends the watch with an ERROR event, as
+    /// kube-apiserver ends a watch it cannot encode.
+    async fn conversion_failed(&self, e: &StatusError) -> End {
+        let object = status_object(e, self.output);
+        let f = match self.output {
+            Output::Protobuf { .. } => proto_frame("ERROR", object),
+            _ => frame("ERROR", &object),
+        };
+        let _ = self.tx.send(f).await;
+        End::Closed
+    }
+
     async fn send(&self, b: Bytes) -> Result<(), End> {
         self.tx.send(b).await.map_err(|_| End::Closed)
     }
@@ -395,7 +441,7 @@ impl Watcher {
         if self.state.faults.take_corrupt_frame() {
             buf.put_slice(&self.corrupt());
         } else if self.state.faults.take_foreign_frame() {
-            buf.put_slice(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\"}}\n");
+            buf.put_slice(&self.foreign());
         } else {
             buf.put_slice(&f);
         }
@@ -407,6 +453,15 @@ impl Watcher {
     }
 
     async fn send_initial(&mut self, initial: Vec<Arc<StoredObject>>) -> Result<(), End> {
+        let initial = if self.converts {
+            let state = Arc::clone(&self.state);
+            match state.admission.read(&state.core, &self.info, initial).await {
+                Ok(items) => items,
+                Err(e) => return Err(self.conversion_failed(&e).await),
+            }
+        } else {
+            initial
+        };
         let mut buf = BytesMut::new();
         for obj in initial {
             if !self.filter.matches(&obj) {
@@ -454,6 +509,8 @@ impl Watcher {
         if end_bookmark {
             self.send(self.bookmark(initial_rv, true)).await?;
         }
+        // initialized: a streaming watch takes no seat (APF)
+        self.seat = None;
         let mut bookmark_at = self.next_bookmark(Instant::now());
         loop {
             seq_rx.borrow_and_update();
@@ -480,6 +537,26 @@ impl Watcher {
                         }
                         self.next_seq = ev.seq + 1;
                         self.last_rv = ev.rv;
+                        let converted;
+                        let ev = if self.converts {
+                            let state = Arc::clone(&self.state);
+                            converted = match state
+                                .admission
+                                .read_event(&state.core, &self.info, ev)
+                                .await
+                            {
+                                Ok(c) => c,
+                                Err(e) => {
+                                    if !buf.is_empty() {
+                                        self.send(buf.split().freeze()).await?;
+                                    }
+                                    return Err(self.conversion_failed(&e).await);
+                                }
+                            };
+                            &converted
+                        } else {
+                            ev
+                        };
                         if let Some(f) = self.convert(ev) {
                             if !self.push_event(&mut buf, f) {
                                 keep_going = false;

@@ -192,6 +192,7 @@ impl Core {
                 m.remove("status");
             }
         }
+        crate::kinds::prepare_for_create(info, &mut obj);
         if info.behavior == Behavior::Namespace {
             if let Some(m) = obj.as_object_mut() {
                 m.insert("status".into(), json!({"phase": "Active"}));
@@ -218,7 +219,7 @@ impl Core {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        if info.behavior == Behavior::EventsV1 {
+        if info.behavior == Behavior::EventsV1 && !opts.prepared {
             let core = crate::builtin::events();
             return self.create(&core, namespace, crate::events::accept(&body, true)?, opts);
         }
@@ -227,7 +228,14 @@ impl Core {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let prepared = self.prepare_create(info, namespace, body.clone(), opts)?;
+            let prepared = if opts.prepared {
+                Prepared {
+                    value: body.clone(),
+                    warnings: Vec::new(),
+                }
+            } else {
+                self.prepare_create(info, namespace, body.clone(), opts)?
+            };
             let name = meta::name(&prepared.value).to_owned();
             self.check_namespace(info, namespace, &name)?;
             let key = object_key(info, namespace, &name);
@@ -238,14 +246,23 @@ impl Core {
                 }
                 return Err(StatusError::already_exists(&info.group_resource(), &name));
             }
+            let mut value = prepared.value;
+            let reserved = self.allocate(info, &mut value, None)?;
             if opts.dry_run {
+                self.give_back(reserved);
                 return Ok(WriteResult {
-                    object: dry_run_object(prepared.value, &key)?,
+                    object: dry_run_object(value, &key)?,
                     created: true,
                     warnings: prepared.warnings,
                 });
             }
-            let ev = tx.put(&key, prepared.value)?;
+            let ev = match tx.put(&key, value) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    self.give_back(reserved);
+                    return Err(e.into());
+                }
+            };
             drop(tx);
             self.after_write(info, None, &ev.object);
             return Ok(WriteResult {
@@ -266,7 +283,7 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        if info.behavior == Behavior::EventsV1 {
+        if info.behavior == Behavior::EventsV1 && !opts.prepared {
             let core = crate::builtin::events();
             let create = self
                 .resource_store(info)
@@ -313,6 +330,31 @@ impl Core {
         let Some(old) = tx.get(key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
+        let (new, warnings) = if opts.prepared {
+            // computed by a dry run of this update (admission): stored as
+            // it is if the object is still the one it was computed from
+            if meta::meta_str(&body, "resourceVersion") != old.resource_version().to_string() {
+                return Err(StatusError::stale(&info.group_resource(), name));
+            }
+            (body, Vec::new())
+        } else {
+            self.updated_object(info, &old, name, body, sub, opts)?
+        };
+        self.store_update(info, tx, key, name, &old, new, opts, warnings)
+    }
+
+    /// The object an update of `old` with `body` stores (status handling,
+    /// system metadata, defaults and validation, generation, managed
+    /// fields), and its warnings.
+    fn updated_object(
+        &self,
+        info: &ResourceInfo,
+        old: &StoredObject,
+        name: &str,
+        body: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> Result<(Value, Vec<String>), StatusError> {
         let mut body = body;
         check_type_meta(self, info, &mut body)?;
         let given_rv = meta::meta_str(&body, "resourceVersion");
@@ -348,6 +390,7 @@ impl Core {
             }
         };
         strategy::keep_system_metadata(old_value, &mut new);
+        crate::kinds::prepare_for_update(info, old_value, &mut new);
         if let Some(recorded) = recorded_fields {
             match recorded {
                 Some(mf) => meta::metadata_mut(&mut new).insert("managedFields".into(), mf),
@@ -368,23 +411,36 @@ impl Core {
         if !opts.fields_recorded {
             fields::record_update(info, Some(old_value), &mut new, &writer(info, opts, sub));
         }
+        Ok((new, warnings))
+    }
+
+    /// Stores an updated object (unless nothing changed or it is a dry
+    /// run), or removes it when it is terminating and nothing holds it.
+    #[allow(clippy::too_many_arguments)]
+    fn store_update(
+        &self,
+        info: &ResourceInfo,
+        tx: &mut WriteTxn<'_>,
+        key: &str,
+        name: &str,
+        old: &Arc<StoredObject>,
+        mut new: Value,
+        opts: &WriteOptions,
+        warnings: Vec<String>,
+    ) -> Result<WriteResult, StatusError> {
+        let result = |object: Arc<StoredObject>, warnings| WriteResult {
+            object,
+            created: false,
+            warnings,
+        };
         if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
             if opts.dry_run {
-                return Ok(WriteResult {
-                    object: old,
-                    created: false,
-                    warnings,
-                });
+                return Ok(result(dry_run_object(new, key)?, warnings));
             }
-            let ev = tx.delete(key)?;
-            return match ev {
+            return match tx.delete(key)? {
                 Some(ev) => {
                     self.after_remove(info, &ev.object);
-                    Ok(WriteResult {
-                        object: ev.object.clone(),
-                        created: false,
-                        warnings,
-                    })
+                    Ok(result(ev.object.clone(), warnings))
                 }
                 None => Err(StatusError::not_found(&info.group_resource(), name)),
             };
@@ -395,27 +451,24 @@ impl Core {
             "resourceVersion",
             &old.resource_version().to_string(),
         );
-        if new == *old_value {
-            return Ok(WriteResult {
-                object: old,
-                created: false,
-                warnings,
-            });
+        if new == *old.value() {
+            return Ok(result(old.clone(), warnings));
         }
+        let reserved = self.allocate(info, &mut new, Some(old.value()))?;
         if opts.dry_run {
-            return Ok(WriteResult {
-                object: dry_run_object(new, key)?,
-                created: false,
-                warnings,
-            });
+            self.give_back(reserved);
+            return Ok(result(dry_run_object(new, key)?, warnings));
         }
-        let ev = tx.put(key, new)?;
-        self.after_write(info, Some(&old), &ev.object);
-        Ok(WriteResult {
-            object: ev.object.clone(),
-            created: false,
-            warnings,
-        })
+        let ev = match tx.put(key, new) {
+            Ok(ev) => ev,
+            Err(e) => {
+                self.give_back(reserved);
+                return Err(e.into());
+            }
+        };
+        self.release(info, old.value(), Some(ev.object.value()));
+        self.after_write(info, Some(old), &ev.object);
+        Ok(result(ev.object.clone(), warnings))
     }
 
     /// PATCH: applies a patch of the given type.
@@ -431,11 +484,7 @@ impl Core {
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
         if patch_type == PatchType::StrategicMerge && info.behavior == Behavior::CustomResource {
-            return Err(StatusError::new(
-                415,
-                "UnsupportedMediaType",
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
-            ));
+            return Err(strategic_on_custom_resource());
         }
         let events_v1 = info.behavior == Behavior::EventsV1;
         if patch_type == PatchType::Apply {
@@ -462,12 +511,7 @@ impl Core {
         } else {
             old.value().clone()
         };
-        let mut patched = match patch_type {
-            PatchType::Json => patch::json_patch(&view, body),
-            PatchType::Merge => patch::merge_patch(&view, body),
-            _ => patch::strategic_merge_patch(&view, body),
-        }
-        .map_err(|e| patch_error(e, body))?;
+        let mut patched = patched(info, patch_type, &view, body)?;
         if events_v1 {
             patched = crate::events::accept(&patched, false)?;
             let core = crate::builtin::events();
@@ -489,39 +533,9 @@ impl Core {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> Result<WriteResult, StatusError> {
-        let manager = opts.field_manager.as_deref().unwrap_or("");
-        if manager.is_empty() {
-            let e = FieldError::required("fieldManager", "is required for apply patch");
-            return Err(StatusError::invalid(
-                "meta.k8s.io",
-                "PatchOptions",
-                "",
-                &[e],
-            ));
-        }
-        let applied: Value = serde_yaml::from_slice(body)
-            .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
-        if !applied.is_object() {
-            return Err(StatusError::bad_request("apply patch must be an object"));
-        }
-        let applied_name = meta::name(&applied);
-        if applied_name != name {
-            return Err(StatusError::bad_request(format!(
-                "the name of the object ({applied_name}) does not match the name on the URL ({name})"
-            )));
-        }
-        let writer = writer(info, opts, sub);
-        let writer = fields::Writer { manager, ..writer };
         let recorded = WriteOptions {
             fields_recorded: true,
             ..opts.clone()
-        };
-        let apply_error = |e: ApplyError| match e {
-            ApplyError::Conflicts(c) => apply_conflict(&c),
-            ApplyError::Invalid(msg) => StatusError::internal(&format!(
-                "failed to create typed patch object ({}/{}, Kind={}): {msg}",
-                info.group, info.version, info.kind
-            )),
         };
         let key = object_key(info, namespace, name);
         let rs = self.resource_store(info);
@@ -529,23 +543,14 @@ impl Core {
             if sub == Subresource::Status {
                 return Err(StatusError::not_found(&info.group_resource(), name));
             }
-            let created = fields::apply(info, &json!({}), &applied, &writer, opts.force)
-                .map_err(apply_error)?;
+            let created = applied(info, name, &json!({}), body, sub, opts)?;
             return self.create(info, namespace, created, &recorded);
         }
         let mut tx = rs.write(&self.store);
         let Some(old) = tx.get(&key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let mut merged =
-            fields::apply(info, old.value(), &applied, &writer, opts.force).map_err(apply_error)?;
-        if meta::meta_str(&applied, "resourceVersion").is_empty() {
-            meta::set_meta_str(
-                &mut merged,
-                "resourceVersion",
-                &old.resource_version().to_string(),
-            );
-        }
+        let merged = applied(info, name, old.value(), body, sub, opts)?;
         self.update_locked(info, &mut tx, &key, name, merged, sub, &recorded)
     }
 
@@ -572,6 +577,7 @@ impl Core {
             }
             _ => {}
         }
+        self.notify_write(info, old.is_none(), new);
         let owners = meta::owner_uids(new.value());
         if !owners.is_empty() && old.is_none_or(|o| meta::owner_uids(o.value()) != owners) {
             self.notify(ControllerMsg::CheckOwners {
@@ -586,6 +592,13 @@ impl Core {
         }
     }
 
+    /// Serves a further resource (replacing one at the same
+    /// group/version/plural).
+    pub(crate) fn register_resource(&self, info: ResourceInfo) {
+        self.store.ensure_resource(&info.group_resource());
+        self.registry.register(vec![info]);
+    }
+
     /// Registers the resources a CRD serves.
     pub(crate) fn register_crd(&self, crd: &Value) {
         let infos = crate::crd::resource_infos(crd);
@@ -596,6 +609,86 @@ impl Core {
             self.registry.register(infos);
         }
     }
+}
+
+/// 415: custom resources take no strategic merge patch.
+fn strategic_on_custom_resource() -> StatusError {
+    StatusError::new(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    )
+}
+
+/// The object a JSON, merge or strategic merge patch makes of `view`.
+pub(crate) fn patched(
+    info: &ResourceInfo,
+    patch_type: PatchType,
+    view: &Value,
+    body: &[u8],
+) -> Result<Value, StatusError> {
+    match patch_type {
+        PatchType::Json => patch::json_patch(view, body),
+        PatchType::Merge => patch::merge_patch(view, body),
+        _ if info.behavior == Behavior::CustomResource => {
+            return Err(strategic_on_custom_resource())
+        }
+        _ => patch::strategic_merge_patch(view, body, crate::builtin::schemas::structural(info)),
+    }
+    .map_err(|e| patch_error(e, body))
+}
+
+/// The object server-side apply of `body` (YAML or JSON) by
+/// `opts.field_manager` makes of `live` (`{}` when creating), its
+/// `managedFields` recorded; an unpinned apply is pinned to `live`'s
+/// resourceVersion.
+pub(crate) fn applied(
+    info: &ResourceInfo,
+    name: &str,
+    live: &Value,
+    body: &[u8],
+    sub: Subresource,
+    opts: &WriteOptions,
+) -> Result<Value, StatusError> {
+    let manager = opts.field_manager.as_deref().unwrap_or("");
+    if manager.is_empty() {
+        let e = FieldError::required("fieldManager", "is required for apply patch");
+        return Err(StatusError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            &[e],
+        ));
+    }
+    let applied: Value = serde_yaml::from_slice(body)
+        .map_err(|e| StatusError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !applied.is_object() {
+        return Err(StatusError::bad_request("apply patch must be an object"));
+    }
+    let applied_name = meta::name(&applied);
+    if applied_name != name {
+        return Err(StatusError::bad_request(format!(
+            "the name of the object ({applied_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let writer = fields::Writer {
+        manager,
+        ..writer(info, opts, sub)
+    };
+    let mut merged =
+        fields::apply(info, live, &applied, &writer, opts.force).map_err(|e| match e {
+            ApplyError::Conflicts(c) => apply_conflict(&c),
+            ApplyError::Invalid(msg) => StatusError::internal(&format!(
+                "failed to create typed patch object ({}/{}, Kind={}): {msg}",
+                info.group, info.version, info.kind
+            )),
+        })?;
+    let live_rv = meta::meta_str(live, "resourceVersion");
+    if meta::meta_str(&applied, "resourceVersion").is_empty() && !live_rv.is_empty() {
+        let rv = live_rv.to_owned();
+        meta::set_meta_str(&mut merged, "resourceVersion", &rv);
+    }
+    Ok(merged)
 }
 
 fn patch_error(e: PatchError, body: &[u8]) -> StatusError {

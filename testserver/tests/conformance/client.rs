@@ -141,6 +141,21 @@ impl Client {
         body: Option<Vec<u8>>,
     ) -> Resp {
         let req = self.request(method, path, content_type, accept, body);
+        self.send(req).await
+    }
+
+    /// A request sent with this `User-Agent` (the server tells clients
+    /// apart by it).
+    pub async fn send_raw_with_agent(&self, method: &str, path: &str, agent: &str) -> Resp {
+        let mut req = self.request(method, path, None, Some("application/json"), None);
+        req.headers_mut().insert(
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(agent).expect("a header value"),
+        );
+        self.send(req).await
+    }
+
+    async fn send(&self, req: http::Request<Full<Bytes>>) -> Resp {
         let resp = tokio::time::timeout(WAIT, self.inner.request(req))
             .await
             .expect("response in time")
@@ -330,20 +345,4 @@ impl Stream {
             }
         }
     }
-}
-
-/// Polls `f` until it returns true or [`WAIT`] passes.
-pub async fn eventually<F, Fut>(mut f: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while tokio::time::Instant::now() < deadline {
-        if f().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
 }

@@ -3,7 +3,8 @@
 
 use crate::client::{Client, Line, WAIT};
 use crate::{cm, server};
-use kcontrol_testserver::{Failure, FaultScope, Restart, Verb};
+use kcontrol_testserver::eventually;
+use kcontrol_testserver::{Failure, FaultScope, Flapping, Restart, Verb};
 use serde_json::json;
 use std::time::Duration;
 
@@ -29,8 +30,12 @@ async fn closing_and_limiting_watches() {
             "/api/v1/namespaces?watch=true&resourceVersion={start}"
         ))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(s.counters().active_watches, 2);
+    // a watch counts as open before its response headers are sent, so both
+    // are counted by now; polled all the same, the count is what matters
+    eventually("both watches registered", async || {
+        s.counters().active_watches == 2
+    })
+    .await;
     s.faults().close_all_watches();
     assert!(w1.ends_within(WAIT).await);
     assert!(w2.ends_within(WAIT).await);
@@ -199,7 +204,10 @@ async fn the_admin_endpoint_drives_the_same_faults() {
     let mut w = c
         .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
         .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually("the watch registered before close-watches", || async {
+        s.counters().active_watches == 1
+    })
+    .await;
     post("close-watches").await;
     assert!(w.ends_within(WAIT).await);
     c.post(CMS, &cm("b", json!({}))).await;
@@ -265,7 +273,12 @@ async fn a_watcher_left_behind_the_window_is_closed() {
     let mut w = c
         .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
         .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // its start version is fixed when the watch registers: from then on the
+    // evictions below leave it behind whether or not its task ran yet
+    eventually("the watch registered before the writes", || async {
+        s.counters().active_watches == 1
+    })
+    .await;
     s.faults().pause_watches();
     for i in 0..10 {
         c.post(CMS, &cm(&format!("n{i}"), json!({}))).await;
@@ -355,4 +368,157 @@ async fn a_restart_cuts_then_refuses_then_answers_503_then_429_then_410_for_old_
         fresh.next_event(WAIT).await.unwrap()["object"]["metadata"]["name"],
         "b"
     );
+}
+
+#[tokio::test]
+async fn a_503_asks_to_come_back_in_a_second() {
+    let s = server().await;
+    let c = Client::new(&s);
+    s.faults().fail_for(
+        Duration::from_secs(600),
+        Failure::ServiceUnavailable,
+        FaultScope {
+            verb: Some(Verb::Watch),
+            resource: Some("configmaps".into()),
+        },
+    );
+    let r = c.get(&format!("{CMS}?watch=true")).await;
+    assert_eq!(
+        (r.status, r.header("retry-after").as_deref()),
+        (503, Some("1"))
+    );
+    assert_eq!(r.json()["reason"], "ServiceUnavailable");
+    assert_eq!(c.get(CMS).await.status, 200, "lists are served");
+}
+
+#[tokio::test]
+async fn a_watch_list_window_throttles_watch_lists_only() {
+    let s = server().await;
+    let c = Client::new(&s);
+    c.post(CMS, &cm("a", json!({}))).await;
+    s.faults().fail_watch_lists_for(
+        Duration::from_secs(600),
+        Failure::TooManyRequests {
+            retry_after_secs: 1,
+        },
+    );
+    let watch_list =
+        format!("{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan");
+    let r = c.get(&watch_list).await;
+    assert_eq!(
+        (r.status, r.header("retry-after").as_deref()),
+        (429, Some("1"))
+    );
+    assert_eq!(c.get(CMS).await.status, 200, "lists are served");
+    let mut plain = c.stream(&format!("{CMS}?watch=true")).await;
+    assert_eq!(plain.status, 200, "plain watches are served");
+    assert_eq!(
+        plain.next_event(WAIT).await.unwrap()["object"]["metadata"]["name"],
+        "a"
+    );
+    s.faults().reset();
+    let listing = c.stream(&watch_list).await;
+    assert_eq!(listing.status, 200);
+    // the admin endpoint opens the same window
+    let r = c
+        .send_raw(
+            "POST",
+            "/__admin/fail-for?ms=600000&code=429&retryAfter=2&watchList=true",
+            None,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(c.get(&watch_list).await.status, 429);
+    assert_eq!(
+        c.get(&format!("{CMS}?watch=true&timeoutSeconds=1"))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flapping_restarts_the_server_again_and_again() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let start = rv(&c.post(CMS, &cm("a", json!({}))).await.json());
+    let mut w = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    let faults = s.faults().clone();
+    let flapping = tokio::spawn(async move {
+        faults
+            .flap(Flapping {
+                down: Duration::from_millis(300),
+                up: Duration::from_millis(300),
+                times: 3,
+            })
+            .await;
+    });
+    assert!(
+        w.ends_within(WAIT).await,
+        "the first restart cuts the watch"
+    );
+    let addr = s.addr();
+    eventually("the port refuses connections while down", || async move {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
+    tokio::time::timeout(WAIT, flapping).await.unwrap().unwrap();
+    assert_eq!(s.faults().restarts(), 3);
+    assert_eq!(c.get(CMS).await.status, 200, "up after the last one");
+    let mut old = c
+        .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
+        .await;
+    assert_eq!(
+        old.next_event(WAIT).await.unwrap()["object"]["reason"],
+        "Expired",
+        "history from before the restarts is gone"
+    );
+}
+
+#[tokio::test]
+async fn a_request_sooner_than_its_retry_after_is_counted_by_client() {
+    let s = server().await;
+    let c = Client::new(&s);
+    let send = |agent: &'static str| {
+        let c = c.clone();
+        async move { c.send_raw_with_agent("GET", CMS, agent).await.status }
+    };
+    s.faults().fail_next(
+        1,
+        Failure::TooManyRequests {
+            retry_after_secs: 1,
+        },
+    );
+    assert_eq!(send("client-a").await, 429);
+    assert_eq!(send("client-b").await, 200, "another client may go on");
+    assert_eq!(s.counters().retry_after_violations, 0);
+    assert_eq!(send("client-a").await, 200, "served, but too soon");
+    assert_eq!(s.counters().retry_after_violations, 1);
+    // waiting what was asked is what the counter checks
+    s.faults().fail_next(1, Failure::ServiceUnavailable);
+    let unavailable = c.send_raw_with_agent("GET", CMS, "client-b").await;
+    assert_eq!(unavailable.status, 503);
+    let asked: u64 = unavailable
+        .header("retry-after")
+        .expect("a 503 asks for a wait")
+        .parse()
+        .unwrap();
+    // Wall time on purpose: the server checks the wait against its own
+    // `std::time::Instant` clock (it has no clock a test can move), and a
+    // client honours `Retry-After` in real seconds. This sleep is the
+    // behaviour under test (a client that waits what was asked is not
+    // counted), not a wait for an event.
+    tokio::time::sleep(Duration::from_secs(asked)).await;
+    assert_eq!(send("client-b").await, 200);
+    assert_eq!(s.counters().retry_after_violations, 1);
+    assert_eq!(
+        c.get("/__admin/counters").await.json()["retryAfterViolations"],
+        1
+    );
+    s.clear_request_log();
+    assert_eq!(s.counters().retry_after_violations, 0);
 }
