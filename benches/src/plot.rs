@@ -165,7 +165,10 @@ fn run(args: &Args) -> Result<(), PlotError> {
     for chart in charts::all() {
         let path = args.out.join(format!("{}.svg", chart.name));
         let Some(svg) = render(&chart, &rows)? else {
-            eprintln!("plot: {}: no rows for it in the results; skipped", chart.name);
+            eprintln!(
+                "plot: {}: no rows for it in the results; skipped",
+                chart.name
+            );
             continue;
         };
         if args.check {
@@ -215,10 +218,7 @@ mod tests {
     }
 
     fn chart(name: &str) -> Chart {
-        charts::all()
-            .into_iter()
-            .find(|c| c.name == name)
-            .unwrap()
+        charts::all().into_iter().find(|c| c.name == name).unwrap()
     }
 
     fn queue_rows(single: f64) -> Vec<Row> {
@@ -256,7 +256,9 @@ mod tests {
 
     #[test]
     fn text_is_svg_text_in_the_viewers_font_and_no_font_file_is_used() {
-        let svg = render(&chart("queue"), &queue_rows(3.6e6)).unwrap().unwrap();
+        let svg = render(&chart("queue"), &queue_rows(3.6e6))
+            .unwrap()
+            .unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("<text") && svg.contains("font-family=\"sans-serif\""));
         for absent in ["@font-face", "base64", "<image"] {
@@ -269,9 +271,16 @@ mod tests {
         let only_queue = queue_rows(3.6e6);
         for chart in charts::all() {
             let svg = render(&chart, &only_queue).unwrap();
-            assert_eq!(svg.is_some(), chart.name == "queue" || chart.name == "controller", "{}", chart.name);
+            assert_eq!(
+                svg.is_some(),
+                chart.name == "queue" || chart.name == "controller",
+                "{}",
+                chart.name
+            );
         }
-        assert!(charts::all().iter().all(|c| render(c, &[]).unwrap().is_none()));
+        assert!(charts::all()
+            .iter()
+            .all(|c| render(c, &[]).unwrap().is_none()));
     }
 
     /// The wire-sync rows issue 23 specifies give their chart, beside
@@ -282,20 +291,29 @@ mod tests {
         for (encoding, floor) in [("json", 1.76), ("protobuf", 1.12)] {
             for mode in ["list", "watchlist"] {
                 for pace in ["real", "unpaced"] {
-                    lines.push(json!({"scenario": "wire-sync", "pace": pace, "encoding": encoding,
+                    lines.push(
+                        json!({"scenario": "wire-sync", "pace": pace, "encoding": encoding,
                         "mode": mode, "cached_type": "CompactConfigMap", "objects": 100000,
                         "sync_seconds": floor * 1.05, "floor_seconds": floor, "ratio": 1.05,
                         "cpu_seconds": 1.0, "steady_rss_bytes_per_object": 1380,
-                        "peak_rss_bytes": 1.4e8}));
+                        "peak_rss_bytes": 1.4e8}),
+                    );
                 }
             }
         }
         let svg = render(&chart("wire-sync"), &rows(&lines)).unwrap().unwrap();
-        for text in [">CompactConfigMap · json<", ">CompactConfigMap · protobuf<", "client-go informer (protobuf)", ">1.05x<"] {
+        for text in [
+            ">CompactConfigMap · json<",
+            ">CompactConfigMap · protobuf<",
+            "client-go informer (protobuf)",
+            ">1.05x<",
+        ] {
             assert!(svg.contains(text), "{text} not in {svg}");
         }
         // the informer chart does not take them
-        assert!(render(&chart("informer-sync"), &rows(&lines)).unwrap().is_none());
+        assert!(render(&chart("informer-sync"), &rows(&lines))
+            .unwrap()
+            .is_none());
     }
 
     #[test]
@@ -305,14 +323,25 @@ mod tests {
             "fault_times": [[0.7, "sigkill"], [0.9, "watch_drop"]],
             "rss_warm_at_s": 36.0, "rss_warm_mib": 15.2, "churn_end_s": 60.0, "rss_end_mib": 15.3,
             "settled_at_s": 61.0});
-        let svg = render(&chart("soak-rss"), &rows(&[soak.clone()])).unwrap().unwrap();
-        for text in ["seed 16, 60 s: growth 0.99x", ">sigkill<", "other faults (ticks)", "warm-up 15.2"] {
+        let svg = render(&chart("soak-rss"), &rows(&[soak.clone()]))
+            .unwrap()
+            .unwrap();
+        for text in [
+            "seed 16, 60 s: growth 0.99x",
+            ">sigkill<",
+            "other faults (ticks)",
+            "warm-up 15.2",
+        ] {
             assert!(svg.contains(text), "{text} not in {svg}");
         }
         let mut bad = soak;
         bad["rss_samples"] = json!([[0.5, 15_000_000], [1.0]]);
         let lines = rows(&[json!({"scenario": "x"}), bad]);
         let err = render(&chart("soak-rss"), &lines).unwrap_err();
-        assert!(err.to_string().starts_with("test.jsonl:2: \"rss_samples\" holds [1.0]"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("test.jsonl:2: \"rss_samples\" holds [1.0]"),
+            "{err}"
+        );
     }
 }

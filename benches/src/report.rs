@@ -127,7 +127,10 @@ mod tests {
         let line = row([("scenario", json!("x")), ("b", json!(2)), ("a", json!(1.5))])
             .with_machine()
             .to_json();
-        assert!(line.starts_with(r#"{"scenario":"x","b":2,"a":1.5,"load_1m":"#), "{line}");
+        assert!(
+            line.starts_with(r#"{"scenario":"x","b":2,"a":1.5,"load_1m":"#),
+            "{line}"
+        );
         let parsed: Value = serde_json::from_str(&line).unwrap();
         assert!(parsed["cpus"].as_u64().unwrap() >= 1, "{line}");
         if cfg!(target_os = "linux") {

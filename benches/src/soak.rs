@@ -346,46 +346,48 @@ pub fn bench(report: &mut Report, options: &Options) -> Result<(), String> {
         outcome.faults.iter().map(|(f, n)| (f.name(), *n)).collect();
     let faults: u64 = outcome.faults.values().sum();
     let restarts = outcome.starts - 1;
-    report.row(row([
-        ("scenario", json!("soak")),
-        ("duration_s", json!(options.duration.as_secs_f64())),
-        ("seed", json!(options.seed)),
-        ("foos", json!(options.foos)),
-        ("events", json!(churn.events())),
-        (
-            "churn",
-            json!({
-                "creates": churn.creates,
-                "scales": churn.scales,
-                "deletes": churn.deletes,
-                "recreates": churn.recreates,
-                "deployment_deletes": churn.deployment_deletes,
-                "errors": churn.errors,
-            }),
-        ),
-        ("faults", json!(faults)),
-        ("fault_kinds", json!(fault_kinds)),
-        ("restarts", json!(restarts)),
-        ("bad_exits", json!(outcome.bad_exits)),
-        ("relists", json!(relists)),
-        ("requests", json!(counters.total)),
-        ("converged", json!(converged)),
-        ("converge_s", json!(outcome.converge.as_secs_f64())),
-        ("lost", json!(verdict.lost)),
-        ("duplicated", json!(verdict.duplicated)),
-        ("orphaned", json!(verdict.orphaned)),
-        ("mismatched", json!(verdict.mismatched)),
-        ("unsynced", json!(verdict.unsynced)),
-        ("foos_at_end", json!(verdict.foos)),
-        ("deployments_at_end", json!(verdict.deployments)),
-        ("rss_warm_mib", json!(mib(outcome.rss_warm))),
-        ("rss_end_mib", json!(mib(outcome.rss_end))),
-        ("rss_settled_mib", json!(mib(outcome.rss_settled))),
-        ("rss_growth", json!(growth)),
-        ("load_start", json!(load_start)),
-        ("load_end", json!(load_end)),
-    ])
-    .with(outcome.timeline.fields()));
+    report.row(
+        row([
+            ("scenario", json!("soak")),
+            ("duration_s", json!(options.duration.as_secs_f64())),
+            ("seed", json!(options.seed)),
+            ("foos", json!(options.foos)),
+            ("events", json!(churn.events())),
+            (
+                "churn",
+                json!({
+                    "creates": churn.creates,
+                    "scales": churn.scales,
+                    "deletes": churn.deletes,
+                    "recreates": churn.recreates,
+                    "deployment_deletes": churn.deployment_deletes,
+                    "errors": churn.errors,
+                }),
+            ),
+            ("faults", json!(faults)),
+            ("fault_kinds", json!(fault_kinds)),
+            ("restarts", json!(restarts)),
+            ("bad_exits", json!(outcome.bad_exits)),
+            ("relists", json!(relists)),
+            ("requests", json!(counters.total)),
+            ("converged", json!(converged)),
+            ("converge_s", json!(outcome.converge.as_secs_f64())),
+            ("lost", json!(verdict.lost)),
+            ("duplicated", json!(verdict.duplicated)),
+            ("orphaned", json!(verdict.orphaned)),
+            ("mismatched", json!(verdict.mismatched)),
+            ("unsynced", json!(verdict.unsynced)),
+            ("foos_at_end", json!(verdict.foos)),
+            ("deployments_at_end", json!(verdict.deployments)),
+            ("rss_warm_mib", json!(mib(outcome.rss_warm))),
+            ("rss_end_mib", json!(mib(outcome.rss_end))),
+            ("rss_settled_mib", json!(mib(outcome.rss_settled))),
+            ("rss_growth", json!(growth)),
+            ("load_start", json!(load_start)),
+            ("load_end", json!(load_end)),
+        ])
+        .with(outcome.timeline.fields()),
+    );
 
     let mut failures = Vec::new();
     if !converged {

@@ -12,11 +12,7 @@ const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/results");
 const PLOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/plots");
 
 fn plot(args: &[&str]) -> Output {
-    Command::new(BENCH)
-        .arg("plot")
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(BENCH).arg("plot").args(args).output().unwrap()
 }
 
 fn stderr(out: &Output) -> String {

@@ -47,9 +47,16 @@ fn a_short_soak_converges_with_nothing_lost_duplicated_or_orphaned() {
     assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
     assert!(samples.iter().all(|s| s[1].as_u64().unwrap() > 0), "{row}");
     let churn_end = row["churn_end_s"].as_f64().unwrap();
-    assert!(churn_end >= 12.0 && times[times.len() - 1] >= churn_end - 1.0, "{row}");
+    assert!(
+        churn_end >= 12.0 && times[times.len() - 1] >= churn_end - 1.0,
+        "{row}"
+    );
     let faults = row["fault_times"].as_array().unwrap();
-    assert_eq!(faults.len() as u64, row["faults"].as_u64().unwrap(), "{row}");
+    assert_eq!(
+        faults.len() as u64,
+        row["faults"].as_u64().unwrap(),
+        "{row}"
+    );
     assert!(faults.iter().all(|f| f[1].is_string()), "{row}");
 }
 

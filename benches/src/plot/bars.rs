@@ -161,7 +161,12 @@ impl Layout {
             })
             .max()
             .unwrap_or(1);
-        let bars = spec.panels.iter().map(|p| p.series.len()).max().unwrap_or(1) as i32;
+        let bars = spec
+            .panels
+            .iter()
+            .map(|p| p.series.len())
+            .max()
+            .unwrap_or(1) as i32;
         let annotated = spec.panels.iter().any(|p| p.annotate.is_some());
         let most_lines = label_lines.iter().map(Vec::len).max().unwrap_or(1) as i32;
         let category_height = (bars * 15 + 12).max(most_lines * LABEL_LINE + 10).max(30);
@@ -169,7 +174,10 @@ impl Layout {
             label_width: label_width as u32,
             panel_width,
             // a line more for the headings of annotation columns
-            header: PANEL_TITLE + legend_lines as i32 * LEGEND_LINE + 6 + if annotated { 18 } else { 0 },
+            header: PANEL_TITLE
+                + legend_lines as i32 * LEGEND_LINE
+                + 6
+                + if annotated { 18 } else { 0 },
             category_height,
             categories: groups.len(),
             label_lines,
@@ -287,7 +295,11 @@ fn value_range(panel: &Panel, groups: &[Group<'_>]) -> (f64, f64) {
             .copied()
             .filter(|v| *v > 0.0)
             .fold(f64::INFINITY, f64::min);
-        let low = if low.is_finite() { 10f64.powf(low.log10().floor()) } else { 1.0 };
+        let low = if low.is_finite() {
+            10f64.powf(low.log10().floor())
+        } else {
+            1.0
+        };
         let high = 10f64.powf((high.max(low) * 3.0).log10().ceil());
         (low, high)
     } else {
@@ -322,20 +334,43 @@ fn draw_panel(
     let (plot, notes) = area.split_horizontally(layout.panel_width as i32 - column);
     let (low, high) = value_range(panel, groups);
     if panel.log {
-        draw_bars(&plot, chart, layout, panel, groups, (low..high).log_scale(), low)?;
+        draw_bars(
+            &plot,
+            chart,
+            layout,
+            panel,
+            groups,
+            (low..high).log_scale(),
+            low,
+        )?;
     } else {
         draw_bars(&plot, chart, layout, panel, groups, low..high, low)?;
     }
     if let Some(annotation) = &panel.annotate {
         let heading = text_style(LABEL_SIZE, MUTED, HPos::Left, VPos::Bottom);
-        label(&notes, chart, annotation.title, (6, layout.header - 4), &heading)?;
+        label(
+            &notes,
+            chart,
+            annotation.title,
+            (6, layout.header - 4),
+            &heading,
+        )?;
     }
     let style = text_style(LABEL_SIZE, INK, HPos::Left, VPos::Center);
     for (i, text) in texts.iter().enumerate() {
-        let lines: Vec<&str> = text.as_deref().map(|t| t.lines().collect()).unwrap_or_default();
+        let lines: Vec<&str> = text
+            .as_deref()
+            .map(|t| t.lines().collect())
+            .unwrap_or_default();
         let top = layout.center(i) - (lines.len() as i32 - 1) * LABEL_LINE / 2;
         for (j, line) in lines.iter().enumerate() {
-            label(&notes, chart, line, (6, top + j as i32 * LABEL_LINE), &style)?;
+            label(
+                &notes,
+                chart,
+                line,
+                (6, top + j as i32 * LABEL_LINE),
+                &style,
+            )?;
         }
     }
     Ok(())
@@ -379,10 +414,20 @@ where
     for (i, group) in groups.iter().enumerate() {
         let top = i as f64 + 0.1;
         for (k, series) in panel.series.iter().enumerate() {
-            let values: Vec<f64> = group.rows.iter().filter_map(|r| (series.value)(r)).collect();
+            let values: Vec<f64> = group
+                .rows
+                .iter()
+                .filter_map(|r| (series.value)(r))
+                .collect();
             if let Some(stat) = Stat::of(&values) {
                 let slot = (top + k as f64 * slot, top + (k + 1) as f64 * slot);
-                let bar = Bar { stat, base, slot, color: color(k), peer: group.peer };
+                let bar = Bar {
+                    stat,
+                    base,
+                    slot,
+                    color: color(k),
+                    peer: group.peer,
+                };
                 bar.draw(area, chart, panel.format)?;
             }
         }
@@ -422,7 +467,13 @@ impl Bar {
         chart: &'static str,
         format: fn(f64) -> String,
     ) -> Result<(), PlotError> {
-        let Self { stat, base, slot: (y0, y1), color, peer } = *self;
+        let Self {
+            stat,
+            base,
+            slot: (y0, y1),
+            color,
+            peer,
+        } = *self;
         let (pad, yc) = ((y1 - y0) * 0.1, (y0 + y1) / 2.0);
         let bar = [(base, y0 + pad), (stat.median, y1 - pad)];
         let fill = if peer { pale(color) } else { color };
@@ -435,11 +486,17 @@ impl Bar {
         if stat.high > stat.low {
             let whisker = INK.stroke_width(1);
             let cap = (y1 - y0) * 0.25;
-            area.draw(&PathElement::new(vec![(stat.low, yc), (stat.high, yc)], whisker))
-                .map_err(drawing(chart))?;
+            area.draw(&PathElement::new(
+                vec![(stat.low, yc), (stat.high, yc)],
+                whisker,
+            ))
+            .map_err(drawing(chart))?;
             for end in [stat.low, stat.high] {
-                area.draw(&PathElement::new(vec![(end, yc - cap), (end, yc + cap)], whisker))
-                    .map_err(drawing(chart))?;
+                area.draw(&PathElement::new(
+                    vec![(end, yc - cap), (end, yc + cap)],
+                    whisker,
+                ))
+                .map_err(drawing(chart))?;
             }
         }
         let value = text_style(13.0, INK, HPos::Left, VPos::Center);

@@ -63,10 +63,7 @@ pub fn pale(c: RGBColor) -> RGBColor {
 
 /// A text style of `size` and `color`, anchored at `h`/`v`.
 pub fn text_style(size: f64, color: RGBColor, h: HPos, v: VPos) -> TextStyle<'static> {
-    (FONT, size)
-        .into_font()
-        .color(&color)
-        .pos(Pos::new(h, v))
+    (FONT, size).into_font().color(&color).pos(Pos::new(h, v))
 }
 
 /// The style in italics.
@@ -115,7 +112,13 @@ pub fn label(
 pub fn title<'a>(area: &Area<'a>, chart: &'static str, title: &str) -> Result<Area<'a>, PlotError> {
     let (top, rest) = area.split_vertically(TITLE_HEIGHT);
     let style = text_style(TITLE_SIZE, INK, HPos::Left, VPos::Center);
-    label(&top, chart, title, (12, TITLE_HEIGHT as i32 / 2 + 2), &style)?;
+    label(
+        &top,
+        chart,
+        title,
+        (12, TITLE_HEIGHT as i32 / 2 + 2),
+        &style,
+    )?;
     Ok(rest)
 }
 
@@ -147,7 +150,10 @@ pub fn provenance(rows: &[&Row]) -> String {
         .collect();
     cpus.sort_unstable();
     cpus.dedup();
-    let load = match (loads.iter().copied().reduce(f64::min), loads.iter().copied().reduce(f64::max)) {
+    let load = match (
+        loads.iter().copied().reduce(f64::min),
+        loads.iter().copied().reduce(f64::max),
+    ) {
         (Some(lo), Some(hi)) => {
             let cpus = match cpus.as_slice() {
                 [n] => format!(" on {n} CPUs"),

@@ -394,8 +394,12 @@ fn soak_rss() -> Chart {
         kind: Kind::Timeline(Timeline {
             select: |r| r.scenario() == "soak" && r.get("rss_samples").is_some(),
             run_label: |r| {
-                let seed = r.get("seed").map_or_else(|| "?".to_owned(), ToString::to_string);
-                let duration = r.num("duration_s").map_or_else(|| "?".to_owned(), significant);
+                let seed = r
+                    .get("seed")
+                    .map_or_else(|| "?".to_owned(), ToString::to_string);
+                let duration = r
+                    .num("duration_s")
+                    .map_or_else(|| "?".to_owned(), significant);
                 let mut label = format!("seed {seed}, {duration} s");
                 if let Some(growth) = r.num("rss_growth") {
                     label.push_str(&format!(": growth {}", ratio(growth)));

@@ -93,8 +93,7 @@ pub fn parse(name: &str, text: &str) -> Result<Vec<Row>, PlotError> {
             line: index + 1,
             reason,
         };
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let value: Value = serde_json::from_str(line).map_err(|e| bad(format!("not JSON: {e}")))?;
         let Value::Object(fields) = value else {
             return Err(bad("not a JSON object".to_owned()));
         };
@@ -114,9 +113,10 @@ pub fn read_files(files: &[PathBuf]) -> Result<Vec<Row>, PlotError> {
             path: path.clone(),
             source,
         })?;
-        let name = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         rows.extend(parse(&name, &text)?);
     }
     Ok(rows)
@@ -165,9 +165,17 @@ mod tests {
     #[test]
     fn a_bad_line_is_an_error_naming_the_file_and_the_line() {
         let cases = [
-            ("{\"scenario\":\"a\"}\n{\"scenario\":\"b\",\n", 2, "not JSON"),
+            (
+                "{\"scenario\":\"a\"}\n{\"scenario\":\"b\",\n",
+                2,
+                "not JSON",
+            ),
             ("\n\n[1,2]\n", 3, "not a JSON object"),
-            ("{\"scenario\":\"a\"}\n{\"items\":3}\n", 2, "no \"scenario\" string"),
+            (
+                "{\"scenario\":\"a\"}\n{\"items\":3}\n",
+                2,
+                "no \"scenario\" string",
+            ),
             ("{\"scenario\":7}\n", 1, "no \"scenario\" string"),
             ("controller 1000: writes by kind\n", 1, "not JSON"),
         ];
@@ -201,9 +209,15 @@ mod tests {
         let files = result_files(&dir).unwrap();
         let rows = read_files(&files).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
-        let seen: Vec<(&str, &str)> = rows.iter().map(|r| (r.source.as_str(), r.scenario())).collect();
+        let seen: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|r| (r.source.as_str(), r.scenario()))
+            .collect();
         assert_eq!(seen, [("a.jsonl", "a"), ("b.jsonl", "b")]);
         let missing = result_files(&dir).unwrap_err();
-        assert!(missing.to_string().contains(&dir.display().to_string()), "{missing}");
+        assert!(
+            missing.to_string().contains(&dir.display().to_string()),
+            "{missing}"
+        );
     }
 }

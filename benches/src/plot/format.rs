@@ -38,7 +38,9 @@ pub fn significant(v: f64) -> String {
 
 fn group_thousands(text: &str) -> String {
     let (sign, rest) = text.strip_prefix('-').map_or(("", text), |r| ("-", r));
-    let (int, frac) = rest.split_once('.').map_or((rest, None), |(i, f)| (i, Some(f)));
+    let (int, frac) = rest
+        .split_once('.')
+        .map_or((rest, None), |(i, f)| (i, Some(f)));
     if int.len() <= 3 {
         return text.to_owned();
     }
@@ -159,7 +161,10 @@ mod tests {
     fn wrapping_keeps_words_and_width() {
         let lines = wrap("one two three four five six seven", 10);
         assert_eq!(lines, ["one two", "three four", "five six", "seven"]);
-        assert_eq!(wrap("averyveryverylongword x", 5), ["averyveryverylongword", "x"]);
+        assert_eq!(
+            wrap("averyveryverylongword x", 5),
+            ["averyveryverylongword", "x"]
+        );
         assert!(wrap("   ", 10).is_empty());
     }
 

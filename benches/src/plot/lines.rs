@@ -52,7 +52,8 @@ pub fn render(chart: &Chart, spec: &Timeline, rows: &[Row]) -> Result<Option<Str
     let measured: Vec<&Row> = runs.iter().map(|r| r.row).collect();
     let notes = canvas::note_lines(chart.note, &measured, &[]);
     let legend_height = (legend_rows * LEGEND_LINE + 8) as u32;
-    let height = canvas::TITLE_HEIGHT + legend_height + PLOT_HEIGHT + canvas::notes_height(notes.len());
+    let height =
+        canvas::TITLE_HEIGHT + legend_height + PLOT_HEIGHT + canvas::notes_height(notes.len());
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
@@ -77,7 +78,9 @@ fn run<'r>(spec: &Timeline, row: &'r Row) -> Result<Run<'r>, PlotError> {
     };
     let pairs = |field: &str| -> Result<Vec<(f64, Value)>, PlotError> {
         let Some(items) = row.get(field).and_then(Value::as_array) else {
-            return Err(bad(format!("no \"{field}\" array of [seconds, value] pairs")));
+            return Err(bad(format!(
+                "no \"{field}\" array of [seconds, value] pairs"
+            )));
         };
         items
             .iter()
@@ -85,7 +88,9 @@ fn run<'r>(spec: &Timeline, row: &'r Row) -> Result<Run<'r>, PlotError> {
                 Some([t, v]) if t.as_f64().is_some_and(f64::is_finite) => {
                     Ok((t.as_f64().unwrap_or_default(), v.clone()))
                 }
-                _ => Err(bad(format!("\"{field}\" holds {item}, not a [seconds, value] pair"))),
+                _ => Err(bad(format!(
+                    "\"{field}\" holds {item}, not a [seconds, value] pair"
+                ))),
             })
             .collect()
     };
@@ -103,7 +108,11 @@ fn run<'r>(spec: &Timeline, row: &'r Row) -> Result<Run<'r>, PlotError> {
             None => Err(bad(format!("\"{}\" holds {v} as a kind", spec.events))),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Run { row, samples, events })
+    Ok(Run {
+        row,
+        samples,
+        events,
+    })
 }
 
 /// Legend entries: each run, each major event kind seen, the minor
@@ -117,12 +126,17 @@ fn legend(spec: &Timeline, runs: &[Run<'_>]) -> Vec<(String, ShapeStyle)> {
     let seen = |kind: &str| runs.iter().any(|r| r.events.iter().any(|(_, k)| k == kind));
     for (i, kind) in spec.major_events.iter().enumerate() {
         if seen(kind) {
-            entries.push((kind.to_string(), EVENT_COLORS[i % EVENT_COLORS.len()].filled()));
+            entries.push((
+                kind.to_string(),
+                EVENT_COLORS[i % EVENT_COLORS.len()].filled(),
+            ));
         }
     }
-    let minor = runs
-        .iter()
-        .any(|r| r.events.iter().any(|(_, k)| !spec.major_events.contains(&k.as_str())));
+    let minor = runs.iter().any(|r| {
+        r.events
+            .iter()
+            .any(|(_, k)| !spec.major_events.contains(&k.as_str()))
+    });
     if minor {
         entries.push(("other faults (ticks)".to_owned(), TICK.filled()));
     }
@@ -214,7 +228,12 @@ fn draw_plot(
             match spec.major_events.iter().position(|k| k == kind) {
                 Some(i) => {
                     let style = EVENT_COLORS[i % EVENT_COLORS.len()].stroke_width(1);
-                    area.draw(&DashedPathElement::new(vec![(*t, 0.0), (*t, v_max)], 4, 4, style))
+                    area.draw(&DashedPathElement::new(
+                        vec![(*t, 0.0), (*t, v_max)],
+                        4,
+                        4,
+                        style,
+                    ))
                 }
                 None => {
                     let tick = vec![(*t, 0.0), (*t, v_max * 0.04)];

@@ -112,7 +112,10 @@ pub const KUBE_RS_INFORMER: Peer = Peer {
             ("sync_seconds", Num(5.6)),
             ("steady_rss_bytes_per_object", Num(719e6 / 100_000.0)),
         ],
-        &[("scenario", Text("sync-watchlist")), ("sync_seconds", Num(3.9))],
+        &[
+            ("scenario", Text("sync-watchlist")),
+            ("sync_seconds", Num(3.9)),
+        ],
     ],
 };
 
@@ -177,7 +180,9 @@ mod tests {
         assert_eq!(rows.len(), 4);
         let sync: Vec<f64> = rows.iter().filter_map(|r| r.num("sync_seconds")).collect();
         assert_eq!(sync, [1.27, 1.78, 2.03, 2.37]);
-        assert!(rows.iter().all(|r| r.peer && r.source == CLIENT_GO_INFORMER.label));
+        assert!(rows
+            .iter()
+            .all(|r| r.peer && r.source == CLIENT_GO_INFORMER.label));
         assert_eq!(rows[0].scenario(), "sync-list");
         assert_eq!(rows[3].scenario(), "sync-watchlist");
         // a one-value figure is in both rows of its ranged row
