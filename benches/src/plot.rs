@@ -323,7 +323,7 @@ mod tests {
             "fault_times": [[0.7, "sigkill"], [0.9, "watch_drop"]],
             "rss_warm_at_s": 36.0, "rss_warm_mib": 15.2, "churn_end_s": 60.0, "rss_end_mib": 15.3,
             "settled_at_s": 61.0});
-        let svg = render(&chart("soak-rss"), &rows(&[soak.clone()]))
+        let svg = render(&chart("soak-rss"), &rows(std::slice::from_ref(&soak)))
             .unwrap()
             .unwrap();
         for text in [

@@ -174,10 +174,7 @@ impl Layout {
             label_width: label_width as u32,
             panel_width,
             // a line more for the headings of annotation columns
-            header: PANEL_TITLE
-                + legend_lines as i32 * LEGEND_LINE
-                + 6
-                + if annotated { 18 } else { 0 },
+            header: PANEL_TITLE + legend_lines * LEGEND_LINE + 6 + if annotated { 18 } else { 0 },
             category_height,
             categories: groups.len(),
             label_lines,
