@@ -7,99 +7,41 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kcontrol_client::{Api, Client, Patch, PatchParams, RateLimit};
-use kcontrol_testserver::TestServer;
+use kcontrol_testserver::{eventually_within, try_eventually_within, TestServer};
 use sample_controller::embedded::{client_for, demo_foo};
 use sample_controller::reconcile_log::{now_nanos, overlaps, parse, LoggedReconcile};
 use sample_controller::Foo;
-use tokio::time::Instant;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_sample-controller");
-const SAFETY: Duration = Duration::from_secs(60);
+mod support;
+
+use support::{Replica, SAFETY};
+
 const FOOS: u32 = 60;
 const SHARD: &str = "shard.kcontrol.dev/foos";
 const DRAIN: &str = "drain.kcontrol.dev/foos";
 const FOOS_RESOURCE: &str = "foos.samplecontroller.k8s.io";
 
-struct Replica {
-    name: String,
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
-impl Replica {
-    fn spawn(kubeconfig: &Path, log: &Path, name: &str) -> Self {
-        let mut child = Command::new(BINARY)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["--namespace", "default", "--resync-period", "0"])
-            .args(["--qps", "500", "--burst", "1000"])
-            .args(["--shard-ring", "foos", "--shard-member", name])
-            .args(["--leader-elect-lease-duration", "3s"])
-            .args(["--leader-elect-renew-deadline", "2s"])
-            .args(["--leader-elect-retry-period", "500ms"])
-            .arg("--reconcile-log")
-            .arg(log)
-            .env("RUST_LOG", "info,kcontrol_controller::sharding=debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting sample-controller");
-        let stderr = child.stderr.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Self {
-            name: name.to_owned(),
-            child,
-            lines,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        self.lines.lock().unwrap().join("\n")
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    async fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + SAFETY;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A replica of ring `foos` as member `name`, every reconcile appended to
+/// `log`.
+fn member(kubeconfig: &Path, log: &Path, name: &str) -> Replica {
+    let mut command = support::command(kubeconfig, 500, 1000);
+    command
+        .args(["--shard-ring", "foos", "--shard-member", name])
+        // a renew deadline a loaded machine meets: a member that misses it
+        // exits, as it must, and the test with it
+        .args(["--leader-elect-lease-duration", "8s"])
+        .args(["--leader-elect-renew-deadline", "6s"])
+        .args(["--leader-elect-retry-period", "500ms"])
+        .arg("--reconcile-log")
+        .arg(log)
+        .env("RUST_LOG", "info,kcontrol_controller::sharding=debug");
+    Replica::start(name, command)
 }
 
 /// Each Foo's shard and drain labels, from the server's store.
@@ -122,62 +64,69 @@ fn labels(server: &TestServer) -> BTreeMap<String, (Option<String>, bool)> {
         .collect()
 }
 
-/// Waits until every Foo is owned by one of `live`, undrained.
+/// Waits until every Foo is owned by one of `live`, undrained, and each
+/// of `live` owns some (the first assignment may come before the last
+/// member joined).
 async fn wait_owned_by(server: &TestServer, live: &[&str], replicas: &[&Replica]) {
-    let deadline = Instant::now() + SAFETY;
-    loop {
+    let what = format!("every Foo owned by one of {live:?}, each with a share");
+    let owned = try_eventually_within(what, SAFETY, async || {
         let now = labels(server);
-        let settled = now.len() == FOOS as usize
+        let owned = now.len() == FOOS as usize
             && now
                 .values()
                 .all(|(s, d)| !d && s.as_deref().is_some_and(|s| live.contains(&s)));
-        if settled {
-            return;
-        }
-        if Instant::now() > deadline {
-            let logs: Vec<String> = replicas
+        owned
+            && live
                 .iter()
-                .map(|r| format!("--- {}\n{}", r.name, r.stderr()))
-                .collect();
-            panic!(
-                "Foos not all owned by {live:?}: {now:?}\n{}",
-                logs.join("\n")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+                .all(|m| now.values().any(|(s, _)| s.as_deref() == Some(*m)))
+    })
+    .await;
+    if let Err(e) = owned {
+        let logs: Vec<String> = replicas
+            .iter()
+            .map(|r| format!("--- {}\n{}", r.name, r.stderr()))
+            .collect();
+        panic!("{e}: {:?}\n{}", labels(server), logs.join("\n"));
     }
+}
+
+/// The Deployments whose shard label is not their Foo's, and how many
+/// Deployments there are.
+fn astray_deployments(server: &TestServer) -> (Vec<String>, usize) {
+    let foos = labels(server);
+    let list = server
+        .objects()
+        .list("deployments.apps", Some("default"))
+        .unwrap();
+    let astray = list
+        .items
+        .iter()
+        .filter_map(|o| {
+            let v = o.value();
+            let name = v["metadata"]["name"].as_str().unwrap_or_default();
+            let shard = v["metadata"]["labels"][SHARD].as_str().map(str::to_owned);
+            let owner = foos
+                .get(&format!("default/{name}"))
+                .and_then(|f| f.0.clone());
+            (shard != owner).then(|| format!("{name}: {shard:?} != {owner:?}"))
+        })
+        .collect();
+    (astray, list.items.len())
 }
 
 /// Waits until every Deployment has its Foo's shard label.
 async fn wait_deployments_follow(server: &TestServer) {
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        let foos = labels(server);
-        let list = server
-            .objects()
-            .list("deployments.apps", Some("default"))
-            .unwrap();
-        let astray: Vec<String> = list
-            .items
-            .iter()
-            .filter_map(|o| {
-                let v = o.value();
-                let name = v["metadata"]["name"].as_str().unwrap_or_default();
-                let shard = v["metadata"]["labels"][SHARD].as_str().map(str::to_owned);
-                let owner = foos
-                    .get(&format!("default/{name}"))
-                    .and_then(|f| f.0.clone());
-                (shard != owner).then(|| format!("{name}: {shard:?} != {owner:?}"))
-            })
-            .collect();
-        if astray.is_empty() && list.items.len() == FOOS as usize {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "Deployments not following their Foos: {astray:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let followed = try_eventually_within(
+        "every Deployment with its Foo's shard",
+        SAFETY,
+        async || {
+            let (astray, n) = astray_deployments(server);
+            astray.is_empty() && n == FOOS as usize
+        },
+    )
+    .await;
+    if let Err(e) = followed {
+        panic!("{e}: {:?}", astray_deployments(server));
     }
 }
 
@@ -185,38 +134,40 @@ fn read_log(path: &Path) -> Vec<LoggedReconcile> {
     parse(&std::fs::read_to_string(path).unwrap_or_default())
 }
 
+/// The Foos not reconciled, after `since`, by the replica their label
+/// names.
+fn not_reconciled_by_owner(server: &TestServer, log: &Path, since: u128) -> Vec<String> {
+    let done: BTreeSet<(String, String)> = read_log(log)
+        .into_iter()
+        .filter(|r| r.start >= since)
+        .map(|r| (r.key, r.replica))
+        .collect();
+    labels(server)
+        .into_iter()
+        .filter(|(k, (s, _))| {
+            s.as_ref()
+                .is_none_or(|s| !done.contains(&(k.clone(), s.clone())))
+        })
+        .map(|(k, _)| k)
+        .collect()
+}
+
 /// Waits until every Foo was reconciled, after `since`, by the replica
 /// its label names.
 async fn wait_reconciled_by_owner(server: &TestServer, log: &Path, since: u128) {
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        let owners = labels(server);
-        let done: BTreeSet<(String, String)> = read_log(log)
-            .into_iter()
-            .filter(|r| r.start >= since)
-            .map(|r| (r.key, r.replica))
-            .collect();
-        let missing: Vec<&String> = owners
-            .iter()
-            .filter(|(k, (s, _))| {
-                s.as_ref()
-                    .is_none_or(|s| !done.contains(&((*k).clone(), s.clone())))
-            })
-            .map(|(k, _)| k)
-            .collect();
-        if missing.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not reconciled by their owners since {since}: {missing:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let what = format!("every Foo reconciled by its owner since {since}");
+    let done = try_eventually_within(what, SAFETY, async || {
+        not_reconciled_by_owner(server, log, since).is_empty()
+    })
+    .await;
+    if let Err(e) = done {
+        panic!("{e}: {:?}", not_reconciled_by_owner(server, log, since));
     }
 }
 
-/// Bumps every Foo's replicas (an update each replica must reconcile).
-async fn touch_all(client: &Client, round: i32) {
+/// Bumps every Foo's replicas (an update each replica must reconcile),
+/// counting the Foos done in `progress`.
+async fn touch_all(client: &Client, round: i32, progress: &AtomicU32) {
     let api: Api<Foo> = Api::namespaced(client.clone(), "default");
     for i in 1..=FOOS {
         let patch = serde_json::json!({"spec": {"replicas": 1 + (i as i32 + round) % 3}});
@@ -227,6 +178,7 @@ async fn touch_all(client: &Client, round: i32) {
         )
         .await
         .unwrap();
+        progress.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -261,60 +213,40 @@ async fn sh8_replicas_share_the_foos_and_a_kill_and_a_join_never_reconcile_a_key
             .unwrap();
     }
 
-    let r1 = Replica::spawn(&kubeconfig, &log, "r1");
-    let mut r2 = Replica::spawn(&kubeconfig, &log, "r2");
-    let r3 = Replica::spawn(&kubeconfig, &log, "r3");
+    let r1 = member(&kubeconfig, &log, "r1");
+    let mut r2 = member(&kubeconfig, &log, "r2");
+    let r3 = member(&kubeconfig, &log, "r3");
     wait_owned_by(&server, &["r1", "r2", "r3"], &[&r1, &r2, &r3]).await;
-    let shares = labels(&server);
-    for r in ["r1", "r2", "r3"] {
-        let n = shares
-            .values()
-            .filter(|(s, _)| s.as_deref() == Some(r))
-            .count();
-        assert!(n > 0, "{r} got no Foo: {shares:?}");
-    }
     wait_reconciled_by_owner(&server, &log, 0).await;
 
     // SIGKILL r2 while the Foos are being updated
+    let progress = Arc::new(AtomicU32::new(0));
     let touch = tokio::spawn({
-        let client = client.clone();
-        async move { touch_all(&client, 1).await }
+        let (client, progress) = (client.clone(), Arc::clone(&progress));
+        async move { touch_all(&client, 1, &progress).await }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually_within("the update of the Foos under way", SAFETY, async || {
+        progress.load(Ordering::SeqCst) >= FOOS / 4
+    })
+    .await;
     r2.signal("-KILL");
     let killed = now_nanos();
     let _ = r2.wait_exit().await;
     touch.await.unwrap();
     wait_owned_by(&server, &["r1", "r3"], &[&r1, &r3]).await;
     let after_kill = now_nanos();
-    touch_all(&client, 2).await;
+    touch_all(&client, 2, &AtomicU32::new(0)).await;
     wait_reconciled_by_owner(&server, &log, after_kill).await;
     assert!(read_log(&log)
         .iter()
         .any(|r| r.replica != "r2" && r.start > killed));
 
     // r4 joins while the Foos are being updated: moves go through drains
-    let r4 = Replica::spawn(&kubeconfig, &log, "r4");
-    let touch = tokio::spawn({
-        let client = client.clone();
-        async move { touch_all(&client, 3).await }
-    });
-    touch.await.unwrap();
-    let deadline = Instant::now() + SAFETY;
-    while !labels(&server)
-        .values()
-        .any(|(s, _)| s.as_deref() == Some("r4"))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "r4 got nothing:\n{}",
-            r4.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let r4 = member(&kubeconfig, &log, "r4");
+    touch_all(&client, 3, &AtomicU32::new(0)).await;
     wait_owned_by(&server, &["r1", "r3", "r4"], &[&r1, &r3, &r4]).await;
     let after_join = now_nanos();
-    touch_all(&client, 4).await;
+    touch_all(&client, 4, &AtomicU32::new(0)).await;
     wait_reconciled_by_owner(&server, &log, after_join).await;
 
     // SH6: every Deployment carries its Foo's shard label
@@ -328,7 +260,7 @@ async fn sh8_replicas_share_the_foos_and_a_kill_and_a_join_never_reconcile_a_key
     assert!(status.success(), "r1 exited {status}:\n{}", r1.stderr());
     wait_owned_by(&server, &["r3", "r4"], &[&r3, &r4]).await;
     let after_stop = now_nanos();
-    touch_all(&client, 5).await;
+    touch_all(&client, 5, &AtomicU32::new(0)).await;
     wait_reconciled_by_owner(&server, &log, after_stop).await;
 
     let mut rest = [r3, r4];

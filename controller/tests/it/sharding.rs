@@ -35,9 +35,12 @@ fn start(
     let client = Client::from_kubeconfig_yaml(&server.kubeconfig()).unwrap();
     let config = ShardingConfig::new("default", "cms")
         .member(member)
+        // a renew deadline a loaded machine meets (a member that misses it
+        // stops, as it must); a graceful stop releases the Lease, so the
+        // hand-over does not wait for the duration
         .lease_timings(
-            Duration::from_secs(3),
-            Duration::from_secs(2),
+            Duration::from_secs(15),
+            Duration::from_secs(10),
             Duration::from_millis(500),
         );
     let mut manager = Manager::new(client).sharded(config);
