@@ -214,7 +214,6 @@ async fn only_the_leader_writes_and_sigterm_and_sigkill_hand_over() {
     let mut phases: Vec<&str> = writers.iter().map(String::as_str).collect();
     phases.dedup();
     assert_eq!(phases, ["a", "b", "c"], "{writers:?}");
-    eprintln!("hand-over after SIGTERM {sigterm_handover:?}, after SIGKILL {handover:?}");
     drop(c);
 }
 
