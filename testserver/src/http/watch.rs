@@ -17,7 +17,7 @@ use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};
-use crate::store::{Event, EventType, ResourceStore, StoredObject};
+use crate::store::{Event, ResourceStore, StoredObject, WatchEventType};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
 use serde_json::json;
@@ -400,12 +400,12 @@ impl Watcher {
         if self.fast {
             return Some(ev.frame.clone());
         }
-        let cur = ev.kind != EventType::Deleted && self.filter.matches(&ev.object);
+        let cur = ev.kind != WatchEventType::Deleted && self.filter.matches(&ev.object);
         let prev = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (cur, prev) {
             (true, false) => Some(self.event("ADDED", &ev.object)),
             (true, true) => Some(self.event(ev.kind.as_str(), &ev.object)),
-            (false, true) if ev.kind == EventType::Deleted => {
+            (false, true) if ev.kind == WatchEventType::Deleted => {
                 Some(self.event("DELETED", &ev.object))
             }
             (false, true) => {
