@@ -88,7 +88,27 @@ struct Setup<'a> {
     expectations: Option<Expectations>,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    /// Nothing set up yet: informers of `factory` in `scope`, feeding `queue`.
+    fn new(
+        factory: &'a InformerFactory,
+        scope: InformerScope,
+        queue: &RateLimitingQueue<String>,
+        name: &'a str,
+        expectations: Option<Expectations>,
+    ) -> Self {
+        Self {
+            factory,
+            scope,
+            queue: queue.clone(),
+            name,
+            registrations: Vec::new(),
+            removals: Vec::new(),
+            listers: HashMap::new(),
+            expectations,
+        }
+    }
+
     /// Adds `handler` to the informer of `T` in `scope`.
     fn watch<T: TypedResource + DeserializeOwned>(
         &mut self,
@@ -137,24 +157,15 @@ impl Setup<'_> {
 
     /// [`start`](Self::start), then the cache-sync barrier: the primary
     /// informer once every handler has synced; `None` when shutdown came
-    /// first. Either way out, what feeds the queue is stopped when it
-    /// will not be used.
+    /// first. The caller stops the sources either way.
     async fn start_synced<K: TypedResource + DeserializeOwned>(
         &mut self,
         primary_scope: InformerScope,
         handler: EnqueueHandler<K>,
         watches: Vec<Register>,
         shutdown: &CancellationToken,
-        own_factory: bool,
     ) -> Result<Option<Arc<SharedIndexInformer<K>>>, ControllerError> {
-        let primary = match self.start(primary_scope, handler, watches) {
-            Ok(primary) => primary,
-            Err(e) => {
-                self.stop_sources(own_factory).await;
-                self.queue.shut_down();
-                return Err(e);
-            }
-        };
+        let primary = self.start(primary_scope, handler, watches)?;
         let registrations: Vec<&dyn HasSynced> = self
             .registrations
             .iter()
@@ -162,13 +173,7 @@ impl Setup<'_> {
             .collect();
         let synced = wait_for_caches(shutdown, &registrations, self.name).await;
         drop(registrations);
-        if synced {
-            Ok(Some(primary))
-        } else {
-            self.stop_sources(own_factory).await;
-            self.queue.shut_down();
-            Ok(None)
-        }
+        Ok(synced.then_some(primary))
     }
 
     /// Stops what feeds the queue: the factory's informers when the
@@ -698,73 +703,93 @@ impl<K: TypedResource + DeserializeOwned> Parts<K> {
             let health = Health::with_registry(registry);
             serve_health(health, addr, &name, &synced, &shutdown, health_stop).await?;
         }
-        let mut setup = Setup {
-            factory: &factory,
-            scope,
-            queue: queue.clone(),
-            name: &name,
-            registrations: Vec::new(),
-            removals: Vec::new(),
-            listers: HashMap::new(),
-            expectations: expectations.clone(),
-        };
-        let watches = match &gate {
-            None => watches,
-            Some(gate) => {
-                let mut all = vec![drain_watch::<K>(gate, &client, primary_scope.clone())];
-                all.extend(watches);
-                all
-            }
-        };
-        let Some(primary) = setup
-            .start_synced(primary_scope, handler, watches, &shutdown, own_factory)
-            .await?
-        else {
-            return Ok(());
-        };
-        tracing::info!(controller = %name, "caches synced");
-        synced.store(true, Ordering::SeqCst);
-        let shared = Arc::new(Shared {
-            client,
-            name: name.clone(),
-            listers: std::mem::take(&mut setup.listers),
-            expectations,
-            recorder: recorder.clone(),
-        });
-        let step = reconcile_step(
-            primary.store(),
-            Arc::new(reconciler),
-            shared,
-            error_policy,
-            queue.clone(),
-            gate,
-        );
+        let mut setup = Setup::new(&factory, scope, &queue, &name, expectations.clone());
+        let watches = with_drain_watch::<K>(gate.as_ref(), &client, &primary_scope, watches);
         let workers_stop = CancellationToken::new();
-        let pool = match Pool::start(&queue, &options, workers_stop.clone(), step) {
-            Ok(pool) => pool,
-            Err(e) => {
-                setup.stop_sources(own_factory).await;
-                return Err(e.into());
+        let running: Result<Option<Pool>, ControllerError> = async {
+            let Some(primary) = setup
+                .start_synced(primary_scope, handler, watches, &shutdown)
+                .await?
+            else {
+                return Ok(None);
+            };
+            tracing::info!(controller = %name, "caches synced");
+            synced.store(true, Ordering::SeqCst);
+            let shared = Arc::new(Shared {
+                client,
+                name: name.clone(),
+                listers: std::mem::take(&mut setup.listers),
+                expectations,
+                recorder: recorder.clone(),
+            });
+            let step = reconcile_step(
+                primary.store(),
+                Arc::new(reconciler),
+                shared,
+                error_policy,
+                queue.clone(),
+                gate,
+            );
+            let pool = Pool::start(&queue, &options, workers_stop.clone(), step)?;
+            shutdown.cancelled().await;
+            tracing::info!(controller = %name, "shutting down: stopping the event sources");
+            Ok::<_, ControllerError>(Some(pool))
+        }
+        .await;
+        // the one way out: what feeds the queue stops first, whether the
+        // run failed to start, shutdown came before the caches synced, or
+        // the workers ran
+        setup.stop_sources(own_factory).await;
+        let pool = match running {
+            Ok(Some(pool)) => pool,
+            other => {
+                queue.shut_down();
+                return other.map(drop);
             }
         };
-        shutdown.cancelled().await;
-        tracing::info!(controller = %name, "shutting down: stopping the event sources");
-        setup.stop_sources(own_factory).await;
         workers_stop.cancel();
-        let report = pool.wait().await;
-        // events the last reconciles recorded are written before run returns
-        let drain = options.drain_timeout_value();
-        if tokio::time::timeout(drain, recorder.flush()).await.is_err() {
-            tracing::warn!(controller = %name, "events not all written within the drain timeout");
+        drain(pool, &recorder, &options, &name).await
+    }
+}
+
+/// `watches`, after the sharding drain watch of `K` when a shard gate is
+/// set.
+fn with_drain_watch<K: TypedResource + DeserializeOwned>(
+    gate: Option<&ShardGate>,
+    client: &Client,
+    primary_scope: &InformerScope,
+    watches: Vec<Register>,
+) -> Vec<Register> {
+    match gate {
+        None => watches,
+        Some(gate) => {
+            let mut all = vec![drain_watch::<K>(gate, client, primary_scope.clone())];
+            all.extend(watches);
+            all
         }
-        if report.drained {
-            Ok(())
-        } else {
-            Err(ControllerError::DrainTimeout {
-                timeout: drain,
-                unfinished: report.unfinished,
-            })
-        }
+    }
+}
+
+/// Waits for the stopped workers (within the drain timeout) and writes the
+/// events the last reconciles recorded before run returns.
+async fn drain(
+    pool: Pool,
+    recorder: &Recorder,
+    options: &WorkerOptions,
+    name: &str,
+) -> Result<(), ControllerError> {
+    let report = pool.wait().await;
+    let drain = options.drain_timeout_value();
+    if tokio::time::timeout(drain, recorder.flush()).await.is_err() {
+        tracing::warn!(controller = %name, "events not all written within the drain timeout");
+    }
+    if report.drained {
+        Ok(())
+    } else {
+        Err(ControllerError::DrainTimeout {
+            timeout: drain,
+            unfinished: report.unfinished,
+        })
     }
 }
 

@@ -49,7 +49,7 @@ pub mod conditions;
 pub mod converge;
 pub mod crd;
 pub mod expectations;
-pub mod finalizer;
+pub mod finalizers;
 pub mod handlers;
 pub mod health;
 pub mod leader_election;
@@ -68,7 +68,7 @@ pub use args::{Args, ArgsError};
 pub use builder::{wait_for_caches, Controller, ControllerBuilder, ControllerError};
 pub use converge::{create_or_update, Operation};
 pub use expectations::Expectations;
-pub use finalizer::{finalizer, FinalizerError};
+pub use finalizers::{finalizer, FinalizerError};
 pub use health::{Health, Readiness};
 pub use leader_election::{
     default_identity, LeaderElectionConfig, LeaderElectionError, LeaderElector,

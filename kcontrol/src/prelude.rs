@@ -17,7 +17,7 @@ pub use crate::controller::conditions::{
 };
 pub use crate::controller::converge::apply_owned_if_changed;
 pub use crate::controller::crd::{crd_yaml, install_crd, CustomResourceExt};
-pub use crate::controller::finalizer::{finalizer, Event as FinalizerEvent, FinalizerError};
+pub use crate::controller::finalizers::{finalizer, Event as FinalizerEvent, FinalizerError};
 pub use crate::controller::owner::{get_controller_of, is_controlled_by, new_controller_ref};
 pub use crate::controller::signals::shutdown_on_signal;
 pub use crate::controller::{

@@ -156,6 +156,138 @@ struct Sharded {
     sharder: Sharder,
 }
 
+/// The queue of Foo keys, with its metrics in `registry`.
+fn foos_queue(registry: Option<&SharedRegistry>) -> RateLimitingQueue<String> {
+    let mut config = QueueConfig::new().name("foos");
+    if let Some(registry) = registry {
+        let provider = PrometheusMetricsProvider::new(&mut registry.lock());
+        config = config.metrics_provider(Arc::new(provider));
+    }
+    RateLimitingQueue::with_config(default_controller_rate_limiter(), config)
+}
+
+/// The informer factory: managedFields dropped before objects are cached
+/// (never read here, most of an object's size), in the namespace and (when
+/// sharded) the member's share the options name; sharding refuses leader
+/// election.
+fn informer_factory(
+    client: &Client,
+    options: &ControllerOptions,
+) -> Result<InformerFactory, ControllerError> {
+    let registry = options.registry.as_ref();
+    let mut factory = InformerFactory::builder(client.clone())
+        .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
+        .strip_managed_fields(true)
+        .backoff(options.reflector_backoff);
+    if let Some(namespace) = &options.namespace {
+        factory = factory.namespace(namespace.clone());
+    }
+    if let Some(sharding) = &options.sharding {
+        if options.leader_election.is_some() {
+            return Err(ShardingError::Config(
+                "sharding elects its sharder itself: leave leader election off".into(),
+            )
+            .into());
+        }
+        sharding.validate()?;
+        // this replica's share only: Foos and Deployments of its member
+        factory = factory.label_selector(sharding.selector());
+    }
+    if let Some(registry) = registry {
+        factory = factory.registry(&mut registry.lock());
+    }
+    Ok(factory.build())
+}
+
+impl Sharded {
+    /// The gate and the sharder of Foos (and the Deployments they own) for
+    /// the member `config` names.
+    fn new(client: &Client, config: ShardingConfig, namespace: Option<String>) -> Self {
+        let gate = ShardGate::new(&config);
+        let sharder = Sharder::new(client.clone(), config.clone())
+            .namespace(namespace)
+            .shard::<Foo>()
+            .owns::<Foo, Deployment>();
+        Self {
+            config,
+            gate,
+            sharder,
+        }
+    }
+}
+
+/// The reconcile log at `path`, if asked for, naming this replica (its
+/// shard member, else its process id).
+fn reconcile_log(
+    path: Option<&std::path::Path>,
+    sharding: Option<&Sharded>,
+) -> Result<Option<Arc<ReconcileLog>>, ControllerError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let replica = sharding.map_or_else(
+        || format!("pid-{}", std::process::id()),
+        |s| s.config.member.clone(),
+    );
+    Ok(Some(Arc::new(
+        ReconcileLog::open(path, replica).map_err(ControllerError::ReconcileLog)?,
+    )))
+}
+
+/// The handlers that feed the queue: a Foo's adds and updates enqueue its
+/// key (resyncs included: the repair path; its deletion nothing, the
+/// garbage collector removes the Deployment); a Deployment's events enqueue
+/// the Foo controlling it, when that Foo is in the cache (handleObject).
+fn enqueue_handlers(
+    queue: &RateLimitingQueue<String>,
+    foos_informer: &Arc<SharedIndexInformer<Foo>>,
+    deployments_informer: &Arc<SharedIndexInformer<LeanDeployment>>,
+) -> Result<Vec<HandlerRegistration>, ControllerError> {
+    let not_deleted = Predicate::new(|change| !matches!(change, Change::Deleted(_)));
+    Ok(vec![
+        foos_informer.add_event_handler(
+            EnqueueHandler::for_object(queue.clone()).with_predicate(not_deleted),
+        )?,
+        deployments_informer.add_event_handler(EnqueueHandler::for_cached_owner::<Foo>(
+            queue.clone(),
+            foos_informer.lister(),
+        ))?,
+    ])
+}
+
+/// Readiness: both informers synced and both handlers caught up.
+fn add_readiness(
+    health: &Health,
+    foos_informer: &Arc<SharedIndexInformer<Foo>>,
+    deployments_informer: &Arc<SharedIndexInformer<LeanDeployment>>,
+    registrations: &[HandlerRegistration],
+) {
+    health.add_synced("informer-foos", Arc::clone(foos_informer) as _);
+    health.add_synced(
+        "informer-deployments",
+        Arc::clone(deployments_informer) as _,
+    );
+    for (name, registration) in ["handler-foos", "handler-deployments"]
+        .into_iter()
+        .zip(registrations)
+    {
+        health.add_synced(name, Arc::new(registration.clone()));
+    }
+}
+
+/// The leader elector `config` describes, with its metrics in `registry`.
+fn leader_elector(
+    client: &Client,
+    config: LeaderElectionConfig,
+    registry: Option<&SharedRegistry>,
+) -> Result<Arc<LeaderElector>, ControllerError> {
+    let mut elector = LeaderElector::new(client.clone(), config)?;
+    if let Some(registry) = registry {
+        elector = elector.with_registry(&mut registry.lock());
+    }
+    Ok(Arc::new(elector))
+}
+
 impl std::fmt::Debug for Controller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Controller")
@@ -176,69 +308,14 @@ impl Controller {
             kcontrol_controller::metrics::register_client_metrics(&client, &mut registry.lock());
         }
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
-        let mut config = QueueConfig::new().name("foos");
-        if let Some(registry) = registry {
-            let provider = PrometheusMetricsProvider::new(&mut registry.lock());
-            config = config.metrics_provider(Arc::new(provider));
-        }
-        let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
-
-        // informers from one factory; managedFields dropped before objects
-        // are cached (never read here, most of an object's size), and
-        // Deployments cached lean: metadata, replicas and two status
-        // fields, not the pod template (the writes build full Deployments)
-        let mut factory = InformerFactory::builder(client.clone())
-            .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
-            .strip_managed_fields(true)
-            .backoff(options.reflector_backoff);
-        if let Some(namespace) = &options.namespace {
-            factory = factory.namespace(namespace.clone());
-        }
-        if let Some(sharding) = &options.sharding {
-            if options.leader_election.is_some() {
-                return Err(ShardingError::Config(
-                    "sharding elects its sharder itself: leave leader election off".into(),
-                )
-                .into());
-            }
-            sharding.validate()?;
-            // this replica's share only: Foos and Deployments of its member
-            factory = factory.label_selector(sharding.selector());
-        }
-        if let Some(registry) = registry {
-            factory = factory.registry(&mut registry.lock());
-        }
-        let factory = factory.build();
+        let queue = foos_queue(registry);
+        let factory = informer_factory(&client, &options)?;
         let foos_informer = factory.informer::<Foo>();
         let deployments_informer = factory.informer::<LeanDeployment>();
-
-        // a Foo's adds and updates enqueue its key (resyncs included: the
-        // repair path; its deletion nothing, the garbage collector removes
-        // the Deployment); a Deployment's events enqueue the Foo
-        // controlling it, when that Foo is in the cache (handleObject)
-        let not_deleted = Predicate::new(|change| !matches!(change, Change::Deleted(_)));
-        let registrations = vec![
-            foos_informer.add_event_handler(
-                EnqueueHandler::for_object(queue.clone()).with_predicate(not_deleted),
-            )?,
-            deployments_informer.add_event_handler(EnqueueHandler::for_cached_owner::<Foo>(
-                queue.clone(),
-                foos_informer.lister(),
-            ))?,
-        ];
-
-        let sharding = options.sharding.map(|config| {
-            let gate = ShardGate::new(&config);
-            let sharder = Sharder::new(client.clone(), config.clone())
-                .namespace(options.namespace.clone())
-                .shard::<Foo>()
-                .owns::<Foo, Deployment>();
-            Sharded {
-                config,
-                gate,
-                sharder,
-            }
-        });
+        let registrations = enqueue_handlers(&queue, &foos_informer, &deployments_informer)?;
+        let sharding = options
+            .sharding
+            .map(|config| Sharded::new(&client, config, options.namespace.clone()));
         if let Some(sharded) = &sharding {
             // drains of this member's Foos are acknowledged once no sync
             // of the key is in flight
@@ -248,16 +325,7 @@ impl Controller {
                     .drain_handler::<Foo>(client.clone(), Foo::api_resource()),
             )?;
         }
-        let replica = sharding.as_ref().map_or_else(
-            || format!("pid-{}", std::process::id()),
-            |s| s.config.member.clone(),
-        );
-        let log = match &options.reconcile_log {
-            None => None,
-            Some(path) => Some(Arc::new(
-                ReconcileLog::open(path, replica).map_err(ControllerError::ReconcileLog)?,
-            )),
-        };
+        let log = reconcile_log(options.reconcile_log.as_deref(), sharding.as_ref())?;
         let backend = ClusterBackend::new(
             foos_informer.lister(),
             deployments_informer.lister(),
@@ -278,27 +346,16 @@ impl Controller {
             workers.stats().register(CONTROLLER_NAME, &mut registry);
         }
         if let Some(health) = &options.health {
-            health.add_synced("informer-foos", Arc::clone(&foos_informer) as _);
-            health.add_synced(
-                "informer-deployments",
-                Arc::clone(&deployments_informer) as _,
+            add_readiness(
+                health,
+                &foos_informer,
+                &deployments_informer,
+                &registrations,
             );
-            for (name, registration) in ["handler-foos", "handler-deployments"]
-                .into_iter()
-                .zip(&registrations)
-            {
-                health.add_synced(name, Arc::new(registration.clone()));
-            }
         }
         let elector = match options.leader_election {
             None => None,
-            Some(config) => {
-                let mut elector = LeaderElector::new(client.clone(), config)?;
-                if let Some(registry) = registry {
-                    elector = elector.with_registry(&mut registry.lock());
-                }
-                Some(Arc::new(elector))
-            }
+            Some(config) => Some(leader_elector(&client, config, registry)?),
         };
         Ok(Self {
             factory,

@@ -102,11 +102,11 @@ mod wait;
 pub use faults::{Failure, FaultScope, Faults, Flapping, Restart};
 pub use http::request::Verb;
 pub use metrics::{Counters, RequestRecord};
-pub use objects::{ObjectList, Objects, TypedError};
+pub use objects::{Objects, StoredList, TypedError};
 pub use resource::{Behavior, PrinterColumn, ResourceInfo, ScaleSubresource};
 pub use server::{BlockingTestServer, TestServer, TestServerBuilder};
 pub use status::{FieldError, FieldErrorKind, GroupResource, StatusError};
-pub use store::{EventType, StoredObject};
+pub use store::{StoredObject, WatchEventType};
 pub use wait::{
     eventually, eventually_blocking, eventually_within, try_eventually, try_eventually_within,
     wait_with_output_within, Outcome, TimedOut, EVENTUALLY_DEADLINE,

@@ -17,7 +17,7 @@ use kcontrol_indexer::{
 };
 use kcontrol_informer::{
     wait_for_cache_sync, InformerFactory, InformerFactoryBuilder, InformerScope,
-    ResourceEventHandlerFuncs,
+    ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kcontrol_workqueue::RateLimitingQueue;
 use parking_lot::Mutex;
@@ -504,32 +504,21 @@ where
     })
 }
 
-/// The sharder's loop for `C`s owned by `K`s: each follows its owner.
-fn run_owned<K, C>(ctx: &Context) -> Result<BoxFuture<'static, ()>, ShardingError>
+/// Indexes the children by their owner's key (`OWNER_INDEX`), once: a
+/// second kind owned by the same `K` shares the index.
+fn add_owner_index<C>(
+    children: &SharedIndexInformer<PartialObjectMetadata<C>>,
+    owner_key: impl Fn(&PartialObjectMetadata<C>) -> Option<String> + Send + Sync + 'static,
+) -> Result<(), ShardingError>
 where
-    K: TypedResource,
     C: TypedResource,
-    PartialObjectMetadata<K>: TypedResource,
     PartialObjectMetadata<C>: TypedResource,
 {
-    let owners = ctx.factory.scoped_metadata_informer::<K>(ctx.scope.clone());
-    let children = ctx.factory.scoped_metadata_informer::<C>(ctx.scope.clone());
-    let owner_resource = K::api_resource();
-    let owner_kind = owner_resource.kind.clone();
-    let owner_key = move |child: &PartialObjectMetadata<C>| -> Option<String> {
-        let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
-        Some(match child.namespace() {
-            Some(ns) => format!("{ns}/{}", owner.name),
-            None => owner.name.clone(),
-        })
-    };
-    let index_key = owner_key.clone();
     let mut indexers = kcontrol_indexer::Indexers::new();
     indexers.insert(
         OWNER_INDEX.to_owned(),
-        Arc::new(move |c: &PartialObjectMetadata<C>| index_key(c).into_iter().collect()),
+        Arc::new(move |c: &PartialObjectMetadata<C>| owner_key(c).into_iter().collect()),
     );
-    // a second kind owned by the same K shares the index: only add it once
     if !children
         .store()
         .indexer_names()
@@ -540,15 +529,29 @@ where
             .add_indexers(indexers)
             .map_err(|e| ShardingError::Sharder(e.to_string()))?;
     }
-    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
-    let err = |e: kcontrol_informer::InformerError| ShardingError::Sharder(e.to_string());
-    children
-        .add_event_handler(EnqueueHandler::for_object(queue.clone()))
-        .map_err(err)?;
-    let shard_label = ctx.config.shard_label();
-    let (child_store, owner_store) = (children.store(), owners.store());
+    Ok(())
+}
+
+/// Queues an owner's children when the owner appears or its shard label
+/// changes, so that they follow it.
+fn follow_owners<K, C>(
+    owners: &SharedIndexInformer<PartialObjectMetadata<K>>,
+    queue: &RateLimitingQueue<String>,
+    child_store: &Arc<ThreadSafeStore<PartialObjectMetadata<C>>>,
+    shard_label: &str,
+) -> Result<(), kcontrol_informer::InformerError>
+where
+    K: TypedResource,
+    C: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+    PartialObjectMetadata<C>: TypedResource,
+{
     let follow = {
-        let (queue, store, label) = (queue.clone(), Arc::clone(&child_store), shard_label.clone());
+        let (queue, store, label) = (
+            queue.clone(),
+            Arc::clone(child_store),
+            shard_label.to_owned(),
+        );
         move |old: Option<&PartialObjectMetadata<K>>, new: &PartialObjectMetadata<K>| {
             let before = old.and_then(|o| o.labels().value_of(&label).map(str::to_owned));
             if before.as_deref() == new.labels().value_of(&label) && old.is_some() {
@@ -570,7 +573,37 @@ where
                 .add_func(move |o: &Arc<PartialObjectMetadata<K>>, _| follow(None, o))
                 .update_func(move |old, new| follow_update(Some(old.as_ref()), new)),
         )
+        .map(|_| ())
+}
+
+/// The sharder's loop for `C`s owned by `K`s: each follows its owner.
+fn run_owned<K, C>(ctx: &Context) -> Result<BoxFuture<'static, ()>, ShardingError>
+where
+    K: TypedResource,
+    C: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+    PartialObjectMetadata<C>: TypedResource,
+{
+    let owners = ctx.factory.scoped_metadata_informer::<K>(ctx.scope.clone());
+    let children = ctx.factory.scoped_metadata_informer::<C>(ctx.scope.clone());
+    let owner_resource = K::api_resource();
+    let owner_kind = owner_resource.kind.clone();
+    let owner_key = move |child: &PartialObjectMetadata<C>| -> Option<String> {
+        let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
+        Some(match child.namespace() {
+            Some(ns) => format!("{ns}/{}", owner.name),
+            None => owner.name.clone(),
+        })
+    };
+    add_owner_index(&children, owner_key.clone())?;
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+    let err = |e: kcontrol_informer::InformerError| ShardingError::Sharder(e.to_string());
+    children
+        .add_event_handler(EnqueueHandler::for_object(queue.clone()))
         .map_err(err)?;
+    let shard_label = ctx.config.shard_label();
+    let (child_store, owner_store) = (children.store(), owners.store());
+    follow_owners(&owners, &queue, &child_store, &shard_label).map_err(err)?;
     let resource = C::api_resource();
     let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
     let workers = ctx.config.sharder_workers;

@@ -10,7 +10,7 @@ mod configmap_to_secret;
 mod controller;
 mod converge;
 mod expectations;
-mod finalizer;
+mod finalizers;
 mod health;
 mod leader_election;
 mod long_running_task;

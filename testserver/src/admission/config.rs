@@ -107,65 +107,14 @@ pub(crate) fn validate_configuration(info: &ResourceInfo, obj: &Value) -> Vec<Fi
     let mut names = std::collections::HashSet::new();
     for (i, hook) in hooks.iter().enumerate() {
         let at = |f: &str| format!("webhooks[{i}].{f}");
-        let name = hook["name"].as_str().unwrap_or("");
-        if name.is_empty() {
-            errs.push(FieldError::required(at("name"), ""));
-        } else if name.split('.').count() < 3 || !meta::is_dns1123_subdomain(name) {
-            errs.push(FieldError::invalid(
-                at("name"),
-                json!(name),
-                "should be a domain with at least three segments separated by dots",
-            ));
-        } else if !names.insert(name.to_owned()) {
-            errs.push(FieldError {
-                kind: crate::status::FieldErrorKind::Duplicate,
-                field: at("name"),
-                value: Some(json!(name)),
-                detail: String::new(),
-            });
-        }
+        validate_webhook_name(
+            hook["name"].as_str().unwrap_or(""),
+            &at("name"),
+            &mut names,
+            &mut errs,
+        );
         validate_rules(&hook["rules"], &at("rules"), &mut errs);
-        one_of(
-            at("failurePolicy"),
-            &hook["failurePolicy"],
-            &["Fail", "Ignore"],
-            &mut errs,
-        );
-        one_of(
-            at("matchPolicy"),
-            &hook["matchPolicy"],
-            &["Equivalent", "Exact"],
-            &mut errs,
-        );
-        if hook["sideEffects"].is_null() {
-            errs.push(FieldError::required(
-                at("sideEffects"),
-                "must specify one of None, NoneOnDryRun",
-            ));
-        } else {
-            one_of(
-                at("sideEffects"),
-                &hook["sideEffects"],
-                &["None", "NoneOnDryRun"],
-                &mut errs,
-            );
-        }
-        if mutating {
-            one_of(
-                at("reinvocationPolicy"),
-                &hook["reinvocationPolicy"],
-                &["IfNeeded", "Never"],
-                &mut errs,
-            );
-        }
-        let timeout = &hook["timeoutSeconds"];
-        if timeout.as_i64().is_none_or(|t| !(1..=30).contains(&t)) {
-            errs.push(FieldError::invalid(
-                at("timeoutSeconds"),
-                timeout.clone(),
-                "the timeout value must be between 1 and 30 seconds",
-            ));
-        }
+        validate_policies(hook, &at, mutating, &mut errs);
         validate_review_versions(
             &hook["admissionReviewVersions"],
             &at("admissionReviewVersions"),
@@ -186,6 +135,83 @@ pub(crate) fn validate_configuration(info: &ResourceInfo, obj: &Value) -> Vec<Fi
         }
     }
     errs
+}
+
+/// A webhook's name: required, a DNS subdomain of at least three segments,
+/// unique in the configuration (`names` holds those seen so far).
+fn validate_webhook_name(
+    name: &str,
+    field: &str,
+    names: &mut std::collections::HashSet<String>,
+    errs: &mut Vec<FieldError>,
+) {
+    if name.is_empty() {
+        errs.push(FieldError::required(field, ""));
+    } else if name.split('.').count() < 3 || !meta::is_dns1123_subdomain(name) {
+        errs.push(FieldError::invalid(
+            field,
+            json!(name),
+            "should be a domain with at least three segments separated by dots",
+        ));
+    } else if !names.insert(name.to_owned()) {
+        errs.push(FieldError {
+            kind: crate::status::FieldErrorKind::Duplicate,
+            field: field.to_owned(),
+            value: Some(json!(name)),
+            detail: String::new(),
+        });
+    }
+}
+
+/// A webhook's failure, match, side-effect and (mutating) reinvocation
+/// policies and its timeout; `at` names a field of the webhook.
+fn validate_policies(
+    hook: &Value,
+    at: &dyn Fn(&str) -> String,
+    mutating: bool,
+    errs: &mut Vec<FieldError>,
+) {
+    one_of(
+        at("failurePolicy"),
+        &hook["failurePolicy"],
+        &["Fail", "Ignore"],
+        errs,
+    );
+    one_of(
+        at("matchPolicy"),
+        &hook["matchPolicy"],
+        &["Equivalent", "Exact"],
+        errs,
+    );
+    if hook["sideEffects"].is_null() {
+        errs.push(FieldError::required(
+            at("sideEffects"),
+            "must specify one of None, NoneOnDryRun",
+        ));
+    } else {
+        one_of(
+            at("sideEffects"),
+            &hook["sideEffects"],
+            &["None", "NoneOnDryRun"],
+            errs,
+        );
+    }
+    if mutating {
+        one_of(
+            at("reinvocationPolicy"),
+            &hook["reinvocationPolicy"],
+            &["IfNeeded", "Never"],
+            errs,
+        );
+    }
+    let timeout = &hook["timeoutSeconds"];
+    if timeout.as_i64().is_none_or(|t| !(1..=30).contains(&t)) {
+        errs.push(FieldError::invalid(
+            at("timeoutSeconds"),
+            timeout.clone(),
+            "the timeout value must be between 1 and 30 seconds",
+        ));
+    }
 }
 
 fn validate_review_versions(versions: &Value, field: &str, errs: &mut Vec<FieldError>) {

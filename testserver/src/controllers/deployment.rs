@@ -220,60 +220,90 @@ fn sync_replica_sets(
     with_nodes: bool,
 ) -> Result<Option<i64>, StatusError> {
     let d_info = crate::builtin::deployments();
-    let rs_info = crate::builtin::replicasets();
     let d = core.get(&d_info, namespace, name)?;
     let d = d.value();
     if meta::is_deleting(d) {
         return Ok(None);
     }
-    let owned_now = || owned_replica_sets(core, d);
-    let mut owned = owned_now();
+    let mut owned = owned_replica_sets(core, d);
     owned.sort_by_key(revision);
     let hash = template_hash(d);
     let current_name = format!("{name}-{hash}");
-    let max_rev = owned.iter().map(revision).max().unwrap_or(0);
-    let replicas = d["spec"]["replicas"].clone();
     let opts = WriteOptions {
         field_manager: Some("kube-controller-manager".into()),
         ..WriteOptions::default()
     };
-    let current_rev = match owned.iter().find(|v| meta::name(v) == current_name) {
-        None => {
-            core.create(
-                &rs_info,
-                namespace,
-                new_replica_set(d, &hash, max_rev + 1),
-                &opts,
-            )?;
-            max_rev + 1
-        }
-        Some(cur) => {
-            let rev = if revision(cur) == max_rev {
-                max_rev
-            } else {
-                max_rev + 1
-            };
-            if rev != revision(cur) || cur["spec"]["replicas"] != replicas {
-                let mut new = cur.clone();
-                new["spec"]["replicas"] = replicas.clone();
-                meta::ensure_object(
-                    meta::metadata_mut(&mut new)
-                        .entry("annotations")
-                        .or_insert(Value::Null),
-                )
-                .insert(REVISION.into(), json!(rev.to_string()));
-                core.update(
-                    &rs_info,
-                    namespace,
-                    &current_name,
-                    new,
-                    Subresource::Main,
-                    &opts,
-                )?;
-            }
-            rev
-        }
+    let current_rev = sync_current_replica_set(core, namespace, d, &owned, &hash, &opts)?;
+    retire_old_replica_sets(core, namespace, d, &owned, &current_name, &opts)?;
+    if !with_nodes {
+        // each ReplicaSet reports its replicas (ready when nodes are); with
+        // nodes, the ReplicaSet controller reports what its pods do
+        report_replica_sets(core, namespace, d, &opts)?;
+    }
+    Ok(Some(current_rev))
+}
+
+/// Creates the ReplicaSet of `d`'s current template, or gives the existing
+/// one `d`'s replicas and the newest revision. `owned` is sorted by
+/// revision. Returns the current revision.
+fn sync_current_replica_set(
+    core: &Core,
+    namespace: &str,
+    d: &Value,
+    owned: &[Value],
+    hash: &str,
+    opts: &WriteOptions,
+) -> Result<i64, StatusError> {
+    let rs_info = crate::builtin::replicasets();
+    let current_name = format!("{}-{hash}", meta::name(d));
+    let max_rev = owned.iter().map(revision).max().unwrap_or(0);
+    let replicas = &d["spec"]["replicas"];
+    let Some(cur) = owned.iter().find(|v| meta::name(v) == current_name) else {
+        core.create(
+            &rs_info,
+            namespace,
+            new_replica_set(d, hash, max_rev + 1),
+            opts,
+        )?;
+        return Ok(max_rev + 1);
     };
+    let rev = if revision(cur) == max_rev {
+        max_rev
+    } else {
+        max_rev + 1
+    };
+    if rev != revision(cur) || cur["spec"]["replicas"] != *replicas {
+        let mut new = cur.clone();
+        new["spec"]["replicas"] = replicas.clone();
+        meta::ensure_object(
+            meta::metadata_mut(&mut new)
+                .entry("annotations")
+                .or_insert(Value::Null),
+        )
+        .insert(REVISION.into(), json!(rev.to_string()));
+        core.update(
+            &rs_info,
+            namespace,
+            &current_name,
+            new,
+            Subresource::Main,
+            opts,
+        )?;
+    }
+    Ok(rev)
+}
+
+/// Deletes the oldest ReplicaSets beyond `revisionHistoryLimit` and scales
+/// the other old ones (all but `current_name`) to zero.
+fn retire_old_replica_sets(
+    core: &Core,
+    namespace: &str,
+    d: &Value,
+    owned: &[Value],
+    current_name: &str,
+    opts: &WriteOptions,
+) -> Result<(), StatusError> {
+    let rs_info = crate::builtin::replicasets();
     let limit =
         usize::try_from(d["spec"]["revisionHistoryLimit"].as_i64().unwrap_or(10)).unwrap_or(0);
     let old: Vec<&Value> = owned
@@ -288,16 +318,23 @@ fn sync_replica_sets(
         } else if v["spec"]["replicas"] != 0 {
             let mut new = (*v).clone();
             new["spec"]["replicas"] = json!(0);
-            core.update(&rs_info, namespace, rs_name, new, Subresource::Main, &opts)?;
+            core.update(&rs_info, namespace, rs_name, new, Subresource::Main, opts)?;
         }
     }
-    if with_nodes {
-        // the ReplicaSet controller reports what its pods do
-        return Ok(Some(current_rev));
-    }
-    // each ReplicaSet reports its replicas (ready when nodes are)
+    Ok(())
+}
+
+/// Without Nodes: each of `d`'s ReplicaSets reports its replicas in its
+/// status (ready and available when nodes are ready).
+fn report_replica_sets(
+    core: &Core,
+    namespace: &str,
+    d: &Value,
+    opts: &WriteOptions,
+) -> Result<(), StatusError> {
+    let rs_info = crate::builtin::replicasets();
     let ready = core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst);
-    for v in owned_now() {
+    for v in owned_replica_sets(core, d) {
         let v = &v;
         let n = v["spec"]["replicas"].as_i64().unwrap_or(1);
         let mut status = json!({"replicas": n, "observedGeneration": meta::generation(v)});
@@ -317,11 +354,11 @@ fn sync_replica_sets(
                 meta::name(v),
                 new,
                 Subresource::Status,
-                &opts,
+                opts,
             )?;
         }
     }
-    Ok(Some(current_rev))
+    Ok(())
 }
 
 /// The Deployment's ReplicaSets, from the owner index (not a scan of the

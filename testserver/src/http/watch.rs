@@ -17,7 +17,7 @@ use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};
-use crate::store::{Event, EventType, ResourceStore, StoredObject};
+use crate::store::{Event, ResourceStore, StoredObject, WatchEventType};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
 use serde_json::json;
@@ -152,6 +152,45 @@ fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, St
     })
 }
 
+/// The version of a lagging replica that serves this watch from its cache,
+/// if a fault says one does (only a watch from a version, without initial
+/// events); a version newer than the replica's is 504.
+fn lagging_replica(state: &State, p: &Params) -> Result<Option<u64>, StatusError> {
+    let lagging = match (p.send_initial, p.rv) {
+        (None | Some(false), Rv::At(_)) => state.faults.take_lagging(),
+        _ => None,
+    };
+    if let (Some(replica_rv), Rv::At(n)) = (lagging, p.rv) {
+        if n > replica_rv {
+            return Err(StatusError::too_large_resource_version(n, replica_rv));
+        }
+    }
+    Ok(lagging)
+}
+
+/// Where a watch starts: the objects it sends as initial ADDED events, the
+/// resourceVersion they are at, and the history sequence number it reads
+/// from next. `Err` is the 410 Status (to send as an ERROR event) of a
+/// version older than the history.
+fn initial_state(
+    state: &State,
+    rs: &ResourceStore,
+    prefix: &str,
+    p: &Params,
+) -> Result<(Vec<Arc<StoredObject>>, u64, u64), StatusError> {
+    Ok(match (p.send_initial, p.rv) {
+        (Some(true), _) | (None, Rv::Unset | Rv::Any) => rs.snapshot(&state.core.store, prefix),
+        (Some(false), Rv::Unset | Rv::Any) => {
+            let (_, rv, seq) = rs.snapshot(&state.core.store, "\u{10FFFF}");
+            (Vec::new(), rv, seq)
+        }
+        (_, Rv::At(n)) => match rs.seq_after(n) {
+            Ok(seq) => (Vec::new(), n, seq),
+            Err(floor) => return Err(StatusError::too_old_resource_version(n, floor)),
+        },
+    })
+}
+
 /// WATCH handler. `seat` (the admission limit's, if any) is held until the
 /// watch is initialized: its initial events, and their end bookmark, are
 /// queued to the client.
@@ -192,41 +231,17 @@ pub(crate) async fn watch(
             output,
         );
     }
-    // a watch from a version may be served by a lagging replica's cache
-    let lagging = match (p.send_initial, p.rv) {
-        (None | Some(false), Rv::At(_)) => state.faults.take_lagging(),
-        _ => None,
-    };
-    if let (Some(replica_rv), Rv::At(n)) = (lagging, p.rv) {
-        if n > replica_rv {
-            return Err(StatusError::too_large_resource_version(n, replica_rv));
-        }
-    }
+    let lagging = lagging_replica(state, &p)?;
     if let Rv::At(n) = p.rv {
         wait_for_rv(state, n).await?;
     }
-    let (initial, initial_rv, start_seq) = match (p.send_initial, p.rv) {
-        (Some(true), _) | (None, Rv::Unset | Rv::Any) => {
-            let (items, rv, seq) = rs.snapshot(&state.core.store, &prefix);
-            (items, rv, seq)
-        }
-        (Some(false), Rv::Unset | Rv::Any) => {
-            let (_, rv, seq) = rs.snapshot(&state.core.store, "\u{10FFFF}");
-            (Vec::new(), rv, seq)
-        }
-        (_, Rv::At(n)) => match rs.seq_after(n) {
-            Ok(seq) => (Vec::new(), n, seq),
-            Err(floor) => {
-                return error_stream(&StatusError::too_old_resource_version(n, floor), output)
-            }
-        },
+    let (initial, initial_rv, start_seq) = match initial_state(state, &rs, &prefix, &p) {
+        Ok(start) => start,
+        Err(too_old) => return error_stream(&too_old, output),
     };
     let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
     let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-    let fast = output == Output::Json
-        && info.is_storage_version()
-        && info.behavior != crate::resource::Behavior::EventsV1
-        && filter.is_empty();
+    let fast = sends_stored_frames(info, output, &filter);
     // subscribed before the watch counts as open: a close_all_watches from
     // then on ends it, even before its task first runs
     let mut close_rx = state.faults.subscribe_close();
@@ -259,6 +274,15 @@ pub(crate) async fn watch(
         .map_err(|e| StatusError::internal(&e.to_string()))
 }
 
+/// Whether a watcher can send the history's pre-encoded JSON frames as they
+/// are: JSON, the storage version, no per-object rendering, no selector.
+fn sends_stored_frames(info: &ResourceInfo, output: Output, filter: &Filter) -> bool {
+    output == Output::Json
+        && info.is_storage_version()
+        && info.behavior != crate::resource::Behavior::EventsV1
+        && filter.is_empty()
+}
+
 struct Watcher {
     state: Arc<State>,
     info: Arc<ResourceInfo>,
@@ -287,6 +311,17 @@ struct Watcher {
 /// Why a watch stream ends.
 enum End {
     Closed,
+}
+
+/// What sending a batch of history events did.
+enum Batch {
+    /// Events were sent; more may follow at once.
+    Sent,
+    /// Nothing new: wait for the next event.
+    Empty,
+    /// The watch is over (close-after limit hit, or a lagging replica has
+    /// sent all it has).
+    Finished,
 }
 
 impl Watcher {
@@ -400,12 +435,12 @@ impl Watcher {
         if self.fast {
             return Some(ev.frame.clone());
         }
-        let cur = ev.kind != EventType::Deleted && self.filter.matches(&ev.object);
+        let cur = ev.kind != WatchEventType::Deleted && self.filter.matches(&ev.object);
         let prev = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (cur, prev) {
             (true, false) => Some(self.event("ADDED", &ev.object)),
             (true, true) => Some(self.event(ev.kind.as_str(), &ev.object)),
-            (false, true) if ev.kind == EventType::Deleted => {
+            (false, true) if ev.kind == WatchEventType::Deleted => {
                 Some(self.event("DELETED", &ev.object))
             }
             (false, true) => {
@@ -518,59 +553,10 @@ impl Watcher {
                 return Ok(());
             }
             if !*paused_rx.borrow_and_update() {
-                let events = self
-                    .rs
-                    .events_from(self.next_seq, BATCH_EVENTS)
-                    .map_err(|_| End::Closed)?;
-                if let Some(limit) = self.stale_until {
-                    // the replica has nothing newer: it ends the watch
-                    if events.first().is_none_or(|ev| ev.rv > limit) {
-                        return Ok(());
-                    }
-                }
-                if !events.is_empty() {
-                    let mut buf = BytesMut::new();
-                    let mut keep_going = true;
-                    for ev in &events {
-                        if self.stale_until.is_some_and(|limit| ev.rv > limit) {
-                            break;
-                        }
-                        self.next_seq = ev.seq + 1;
-                        self.last_rv = ev.rv;
-                        let converted;
-                        let ev = if self.converts {
-                            let state = Arc::clone(&self.state);
-                            converted = match state
-                                .admission
-                                .read_event(&state.core, &self.info, ev)
-                                .await
-                            {
-                                Ok(c) => c,
-                                Err(e) => {
-                                    if !buf.is_empty() {
-                                        self.send(buf.split().freeze()).await?;
-                                    }
-                                    return Err(self.conversion_failed(&e).await);
-                                }
-                            };
-                            &converted
-                        } else {
-                            ev
-                        };
-                        if let Some(f) = self.convert(ev) {
-                            if !self.push_event(&mut buf, f) {
-                                keep_going = false;
-                                break;
-                            }
-                        }
-                    }
-                    if !buf.is_empty() {
-                        self.send(buf.freeze()).await?;
-                    }
-                    if !keep_going {
-                        return Ok(());
-                    }
-                    continue;
+                match self.send_batch().await? {
+                    Batch::Finished => return Ok(()),
+                    Batch::Sent => continue,
+                    Batch::Empty => {}
                 }
             }
             let sleep_bookmark = async {
@@ -589,13 +575,80 @@ impl Watcher {
                 _ = self.tx.closed() => return Ok(()),
                 _ = sleep_bookmark => {
                     if !*paused_rx.borrow() {
-                        let rv = self.rs.bookmark_rv(&self.state.core.store, self.next_seq, self.last_rv);
-                        self.last_rv = rv;
-                        self.send(self.bookmark(rv, false)).await?;
+                        self.send_periodic_bookmark().await?;
                     }
                     bookmark_at = self.next_bookmark(Instant::now());
                 }
             }
         }
+    }
+    /// Sends the next batch of history events (up to a lagging replica's
+    /// version), converted and filtered.
+    async fn send_batch(&mut self) -> Result<Batch, End> {
+        let events = self
+            .rs
+            .events_from(self.next_seq, BATCH_EVENTS)
+            .map_err(|_| End::Closed)?;
+        if let Some(limit) = self.stale_until {
+            // the replica has nothing newer: it ends the watch
+            if events.first().is_none_or(|ev| ev.rv > limit) {
+                return Ok(Batch::Finished);
+            }
+        }
+        if events.is_empty() {
+            return Ok(Batch::Empty);
+        }
+        let mut buf = BytesMut::new();
+        let mut keep_going = true;
+        for ev in &events {
+            if self.stale_until.is_some_and(|limit| ev.rv > limit) {
+                break;
+            }
+            self.next_seq = ev.seq + 1;
+            self.last_rv = ev.rv;
+            let converted;
+            let ev = if self.converts {
+                let state = Arc::clone(&self.state);
+                converted = match state
+                    .admission
+                    .read_event(&state.core, &self.info, ev)
+                    .await
+                {
+                    Ok(c) => c,
+                    Err(e) => {
+                        if !buf.is_empty() {
+                            self.send(buf.split().freeze()).await?;
+                        }
+                        return Err(self.conversion_failed(&e).await);
+                    }
+                };
+                &converted
+            } else {
+                ev
+            };
+            if let Some(f) = self.convert(ev) {
+                if !self.push_event(&mut buf, f) {
+                    keep_going = false;
+                    break;
+                }
+            }
+        }
+        if !buf.is_empty() {
+            self.send(buf.freeze()).await?;
+        }
+        Ok(if keep_going {
+            Batch::Sent
+        } else {
+            Batch::Finished
+        })
+    }
+
+    /// A periodic BOOKMARK at the newest version this watcher has passed.
+    async fn send_periodic_bookmark(&mut self) -> Result<(), End> {
+        let rv = self
+            .rs
+            .bookmark_rv(&self.state.core.store, self.next_seq, self.last_rv);
+        self.last_rv = rv;
+        self.send(self.bookmark(rv, false)).await
     }
 }

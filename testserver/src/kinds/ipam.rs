@@ -84,80 +84,103 @@ impl Ipam {
         previous: Option<&Value>,
         reserved: &mut Reserved,
     ) -> Result<(), FieldError> {
-        let owned_ip = previous.and_then(cluster_ip);
-        let owned_ports = previous.map(node_ports).unwrap_or_default();
         if needs_cluster_ip(svc) {
-            let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_owned();
-            let ip = match asked.as_str() {
-                "None" => None,
-                "" => Some(self.pick_ip().ok_or_else(|| {
-                    FieldError::invalid("spec.clusterIPs", json!([]), "range is full")
-                })?),
-                text => {
-                    let ip: Ipv4Addr = text.parse().map_err(|_| {
-                        FieldError::invalid(
-                            "spec.clusterIPs[0]",
-                            json!(text),
-                            "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
-                        )
-                    })?;
-                    if Some(ip) != owned_ip {
-                        self.reserve_ip(ip)?;
-                    }
-                    Some(ip)
-                }
-            };
-            if let Some(ip) = ip {
-                if Some(ip) != owned_ip {
-                    reserved.ips.push(ip);
-                    self.ips.insert(ip);
-                }
-            }
-            let text = ip.map_or_else(|| "None".to_owned(), |i| i.to_string());
-            if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.insert("clusterIP".into(), json!(text));
-                spec.insert("clusterIPs".into(), json!([text]));
-                spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
-                spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
-            }
+            self.assign_cluster_ip(svc, previous.and_then(cluster_ip), reserved)?;
         }
         if needs_node_ports(svc) {
-            let ports = svc
-                .get_mut("spec")
-                .and_then(|s| s.get_mut("ports"))
-                .and_then(Value::as_array_mut);
-            for (i, p) in ports.into_iter().flatten().enumerate() {
-                let asked = p["nodePort"].as_u64().and_then(|n| u16::try_from(n).ok());
-                let port = match asked {
-                    Some(n) if owned_ports.contains(&n) => continue,
-                    Some(n) => {
-                        if !NODE_PORTS.contains(&n) || self.node_ports.contains(&n) {
-                            let why = if NODE_PORTS.contains(&n) {
-                                "provided port is already allocated"
-                            } else {
-                                "provided port is not in the valid range. The range of valid ports is 30000-32767"
-                            };
-                            return Err(FieldError::invalid(
-                                format!("spec.ports[{i}].nodePort"),
-                                json!(n),
-                                why,
-                            ));
-                        }
-                        n
-                    }
-                    None => self.pick_node_port().ok_or_else(|| {
-                        FieldError::invalid(
-                            format!("spec.ports[{i}].nodePort"),
-                            json!(0),
-                            "range is full",
-                        )
-                    })?,
-                };
-                self.node_ports.insert(port);
-                reserved.node_ports.push(port);
-                if let Some(m) = p.as_object_mut() {
-                    m.insert("nodePort".into(), json!(port));
+            let owned_ports = previous.map(node_ports).unwrap_or_default();
+            self.assign_node_ports(svc, &owned_ports, reserved)?;
+        }
+        Ok(())
+    }
+
+    /// The cluster IP `svc` asks for (`None` for headless, empty for any),
+    /// reserved unless it is `owned_ip`, written back with its IP family.
+    fn assign_cluster_ip(
+        &mut self,
+        svc: &mut Value,
+        owned_ip: Option<Ipv4Addr>,
+        reserved: &mut Reserved,
+    ) -> Result<(), FieldError> {
+        let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_owned();
+        let ip = match asked.as_str() {
+            "None" => None,
+            "" => Some(self.pick_ip().ok_or_else(|| {
+                FieldError::invalid("spec.clusterIPs", json!([]), "range is full")
+            })?),
+            text => {
+                let ip: Ipv4Addr = text.parse().map_err(|_| {
+                    FieldError::invalid(
+                        "spec.clusterIPs[0]",
+                        json!(text),
+                        "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+                    )
+                })?;
+                if Some(ip) != owned_ip {
+                    self.reserve_ip(ip)?;
                 }
+                Some(ip)
+            }
+        };
+        if let Some(ip) = ip {
+            if Some(ip) != owned_ip {
+                reserved.ips.push(ip);
+                self.ips.insert(ip);
+            }
+        }
+        let text = ip.map_or_else(|| "None".to_owned(), |i| i.to_string());
+        if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("clusterIP".into(), json!(text));
+            spec.insert("clusterIPs".into(), json!([text]));
+            spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
+            spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
+        }
+        Ok(())
+    }
+
+    /// A node port for each of `svc`'s ports: the one it asks for (free,
+    /// in range, or among `owned_ports`) or any free one.
+    fn assign_node_ports(
+        &mut self,
+        svc: &mut Value,
+        owned_ports: &[u16],
+        reserved: &mut Reserved,
+    ) -> Result<(), FieldError> {
+        let ports = svc
+            .get_mut("spec")
+            .and_then(|s| s.get_mut("ports"))
+            .and_then(Value::as_array_mut);
+        for (i, p) in ports.into_iter().flatten().enumerate() {
+            let asked = p["nodePort"].as_u64().and_then(|n| u16::try_from(n).ok());
+            let port = match asked {
+                Some(n) if owned_ports.contains(&n) => continue,
+                Some(n) => {
+                    if !NODE_PORTS.contains(&n) || self.node_ports.contains(&n) {
+                        let why = if NODE_PORTS.contains(&n) {
+                            "provided port is already allocated"
+                        } else {
+                            "provided port is not in the valid range. The range of valid ports is 30000-32767"
+                        };
+                        return Err(FieldError::invalid(
+                            format!("spec.ports[{i}].nodePort"),
+                            json!(n),
+                            why,
+                        ));
+                    }
+                    n
+                }
+                None => self.pick_node_port().ok_or_else(|| {
+                    FieldError::invalid(
+                        format!("spec.ports[{i}].nodePort"),
+                        json!(0),
+                        "range is full",
+                    )
+                })?,
+            };
+            self.node_ports.insert(port);
+            reserved.node_ports.push(port);
+            if let Some(m) = p.as_object_mut() {
+                m.insert("nodePort".into(), json!(port));
             }
         }
         Ok(())

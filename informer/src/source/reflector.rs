@@ -9,7 +9,7 @@ use kcontrol_reflector::{ListerWatcher, Reflector, ReflectorConfig};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use crate::source::{Source, SourceContext, SourceFuture};
+use super::{Source, SourceContext, SourceFuture};
 
 /// A reflector, created when the informer starts.
 pub(crate) struct ReflectorSource<K: KubeObject> {

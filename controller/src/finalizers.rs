@@ -6,7 +6,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use kcontrol_client::Api;
-//! use kcontrol_controller::finalizer::{finalizer, Event, FinalizerError};
+//! use kcontrol_controller::finalizers::{finalizer, Event, FinalizerError};
 //! use kcontrol_controller::{Action, Context};
 //! use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 //! use kcontrol_indexer::Object;

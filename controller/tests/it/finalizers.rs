@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_client::Api;
-use kcontrol_controller::finalizer::{finalizer, Event, FinalizerError};
+use kcontrol_controller::finalizers::{finalizer, Event, FinalizerError};
 use kcontrol_controller::{Action, Context, Controller};
 use kcontrol_indexer::Object;
 use kcontrol_testserver::TestServer;
