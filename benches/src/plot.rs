@@ -243,8 +243,8 @@ mod tests {
         // the peers' and targets' sources
         for text in [
             queue.title,
-            ">single<",
-            ">dedup-waiting<",
+            "\nsingle\n",
+            "\ndedup-waiting\n",
             "0.23x",
             "5.7x · 5.7x Mutex",
             "load average (1 min) 4.5-5 on 2 CPUs",
@@ -303,10 +303,10 @@ mod tests {
         }
         let svg = render(&chart("wire-sync"), &rows(&lines)).unwrap().unwrap();
         for text in [
-            ">CompactConfigMap · json<",
-            ">CompactConfigMap · protobuf<",
+            "\nCompactConfigMap · json\n",
+            "\nCompactConfigMap · protobuf\n",
             "client-go informer (protobuf)",
-            ">1.05x<",
+            "\n1.05x\n",
         ] {
             assert!(svg.contains(text), "{text} not in {svg}");
         }
@@ -328,7 +328,7 @@ mod tests {
             .unwrap();
         for text in [
             "seed 16, 60 s: growth 0.99x",
-            ">sigkill<",
+            "\nsigkill\n",
             "other faults (ticks)",
             "warm-up 15.2",
         ] {
