@@ -246,7 +246,7 @@ mod tests {
             "\nsingle\n",
             "\ndedup-waiting\n",
             "0.23x",
-            "5.7x · 5.7x Mutex",
+            "\n5.7x ÷ Mutex\n",
             "load average (1 min) 4.5-5 on 2 CPUs",
             "Targets: targets of issue 27",
         ] {
