@@ -259,7 +259,7 @@ pub(crate) fn crd_json() -> Result<Value, String> {
         .map_err(|e| format!("crd.yaml: {e}"))
 }
 
-fn foo_json(i: usize) -> Value {
+pub(crate) fn foo_json(i: usize) -> Value {
     json!({
         "apiVersion": "samplecontroller.k8s.io/v1alpha1",
         "kind": "Foo",
@@ -270,7 +270,7 @@ fn foo_json(i: usize) -> Value {
 
 /// How many Foos report all their replicas available, with a Deployment
 /// that has them (read from the store, as JSON: no decode cost).
-fn converged(objects: &Objects) -> usize {
+pub(crate) fn converged(objects: &Objects) -> usize {
     let available: HashMap<String, i64> = objects
         .list("deployments.apps", Some(NAMESPACE))
         .map(|l| l.items)
@@ -304,7 +304,11 @@ fn thread_cpu() -> Duration {
     procstat::cpu_time("thread-self")
 }
 
-fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<(), String> {
+pub(crate) fn wait_for(
+    what: &str,
+    timeout: Duration,
+    mut done: impl FnMut() -> bool,
+) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
     while !done() {
         if Instant::now() >= deadline {

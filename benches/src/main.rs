@@ -2,15 +2,18 @@
 //!
 //! `kcontrol-bench <scenario> [--json]` runs one scenario, each beside a
 //! reference measured in the same process, and prints a table or, with
-//! `--json`, one JSON object a line.
+//! `--json`, one JSON object a line. `kcontrol-bench plot` draws SVG
+//! charts of such lines ([`plot`]).
 
 mod controller;
 mod fixtures;
 mod fleet;
 mod informer;
+mod plot;
 mod queue;
 mod report;
 mod rss;
+mod shards;
 mod soak;
 mod store;
 mod testserver;
@@ -65,11 +68,21 @@ enum Scenario {
     /// client-go's, without and with an admission limit (requests while
     /// failing, LISTs, recovery, Retry-After violations).
     Fleet,
+    /// The sample-controller sharded over three replicas (processes) on
+    /// Leases beside one unsharded replica: peak RSS ratio, failover after
+    /// a SIGKILL, double reconciles, unowned Foos, the share moved by a
+    /// joining replica.
+    Shards,
 }
 
 /// kcontrol benchmark harness.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    version,
+    about,
+    after_help = "`kcontrol-bench plot [--help]` draws SVG charts of results (benches/results \
+                  to docs/plots)."
+)]
 struct Args {
     /// The scenario to run.
     #[arg(value_enum)]
@@ -121,6 +134,9 @@ struct Args {
     /// wire: run every row this many times, interleaved [default: 1].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: Option<u32>,
+    /// shards: Foos [default: 30,000].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    objects: Option<u64>,
     /// fleet: reflectors per fleet [default: 200].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=5_000))]
     clients: Option<u64>,
@@ -239,6 +255,9 @@ fn main() -> ExitCode {
     if argv.get(1).map(String::as_str) == Some(wire::CHILD_ARG) {
         return wire::child_main();
     }
+    if argv.get(1).map(String::as_str) == Some("plot") {
+        return plot::main(argv.get(2..).unwrap_or_default());
+    }
     let args = Args::parse();
     let options = args
         .soak_options()
@@ -250,6 +269,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.objects.is_some() && args.scenario != Scenario::Shards {
+        eprintln!("kcontrol-bench: --objects applies to the shards scenario only");
+        return ExitCode::from(2);
+    }
     let mut report = Report::new(args.json);
     let result = match args.scenario {
         Scenario::Fixtures => fixtures::bench(&mut report),
@@ -262,6 +285,10 @@ fn main() -> ExitCode {
         Scenario::Soak => soak::bench(&mut report, &soak_options),
         Scenario::Wire => wire::bench(&mut report, &wire_options),
         Scenario::Fleet => fleet::bench(&mut report, &fleet_options),
+        Scenario::Shards => {
+            let n = args.objects.unwrap_or(30_000);
+            shards::bench(&mut report, usize::try_from(n).unwrap_or(30_000))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -40,13 +40,6 @@ pub struct Api<K> {
     _k: PhantomData<fn() -> K>,
 }
 
-/// `Accept` of a metadata-only list.
-const METADATA_LIST: &str =
-    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
-/// `Accept` of a metadata-only get or watch.
-const METADATA_OBJECT: &str =
-    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
-
 impl<K> Clone for Api<K> {
     fn clone(&self) -> Self {
         Self {
@@ -87,9 +80,11 @@ impl<K: KubeResource> Api<K> {
 
     /// The same objects, metadata only: lists, watches and gets ask the
     /// API server for `PartialObjectMetadata` (`Accept:
-    /// application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`,
-    /// as client-go's metadata client does), so specs and data never cross
-    /// the wire nor get decoded. Writes are not metadata-only.
+    /// application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,
+    /// application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json`
+    /// as client-go's metadata client does; without protobuf when the
+    /// client's [`ContentType`](crate::ContentType) is JSON), so specs and
+    /// data never cross the wire nor get decoded. Writes are not metadata-only.
     pub fn metadata(self) -> Api<PartialObjectMetadata<K>> {
         Api {
             client: self.client,
@@ -151,12 +146,16 @@ impl<K> Api<K> {
         self.metadata_only
     }
 
-    /// A GET of `uri`; `list` says whether it reads a collection (a list,
-    /// not a get or a watch), for the metadata-only `Accept`.
+    /// A GET of `uri` with the `Accept` of the client's content type
+    /// (protobuf for built-in kinds, metadata-only); `list` says whether it
+    /// reads a collection (a list, not a get or a watch).
     pub(crate) fn read_request(&self, uri: &str, list: bool) -> Result<Request<Bytes>, Error> {
         let mut req = request(Method::GET, uri, Vec::new(), None)?;
-        if self.metadata_only {
-            let accept = if list { METADATA_LIST } else { METADATA_OBJECT };
+        let accept = self
+            .client
+            .content_type()
+            .accept(&self.resource, self.metadata_only, list);
+        if let Some(accept) = accept {
             req.headers_mut()
                 .insert(http::header::ACCEPT, http::HeaderValue::from_static(accept));
         }

@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 
 use crate::auth::Authenticator;
 use crate::config::{Config, ConfigError};
+use crate::content::{self, ContentType};
 use crate::error::{ApiError, Error};
 use crate::metrics::{verb_and_resource, ClientMetrics};
 use crate::ratelimit::TokenBucket;
@@ -36,6 +37,8 @@ type HttpClient = hyper_util::client::legacy::Client<HttpsConnector<HttpConnecto
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// What reads ask for; per handle ([`Client::with_content_type`]).
+    content_type: ContentType,
 }
 
 struct Inner {
@@ -163,6 +166,7 @@ impl Client {
             .map_err(|_| invalid("user_agent", "not a valid header value"))?;
         let limiter = config.rate_limit.and_then(TokenBucket::new);
         Ok(Self {
+            content_type: config.content_type,
             inner: Arc::new(Inner {
                 http,
                 scheme,
@@ -198,6 +202,22 @@ impl Client {
     /// The server, as `scheme://host:port`.
     pub fn server(&self) -> &str {
         &self.inner.server
+    }
+
+    /// What reads ask the server to encode in ([`Config::content_type`]).
+    pub fn content_type(&self) -> ContentType {
+        self.content_type
+    }
+
+    /// The same client (sharing its connections, credentials and rate
+    /// limiter) asking reads in `content_type`:
+    /// `client.with_content_type(ContentType::Json)` turns protobuf off.
+    #[must_use]
+    pub fn with_content_type(&self, content_type: ContentType) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            content_type,
+        }
     }
 
     /// The configured maximum watch frame size.
@@ -409,18 +429,26 @@ impl Client {
         .await
     }
 
-    /// Sends a non-watch request and decodes the JSON body of a 2xx answer
-    /// straight into `T`. `what` names the body in decode errors.
+    /// Sends a non-watch request and decodes the body of a 2xx answer
+    /// straight into `T`, by its `Content-Type` (JSON, or protobuf when the
+    /// request asked for it). `what` names the body in decode errors.
     pub async fn request_json<T: DeserializeOwned>(
         &self,
         request: Request<Bytes>,
         what: &str,
     ) -> Result<T, Error> {
-        let body = self.request_bytes(request).await?;
-        serde_json::from_slice(&body).map_err(|source| Error::Decode {
-            what: what.to_owned(),
-            source,
-        })
+        self.rate_limit(&request).await;
+        let (protobuf, body) = self
+            .with_timeout(async {
+                let response = self.send(request).await?;
+                if !response.status().is_success() {
+                    return Err(self.error_response(response).await);
+                }
+                let protobuf = content::is_protobuf(response.headers());
+                Ok((protobuf, self.read_body(response.into_body()).await?))
+            })
+            .await?;
+        content::decode(protobuf, &body, what)
     }
 
     /// Starts a watch: rate-limited like every request (as in client-go: a
@@ -436,9 +464,14 @@ impl Client {
         if !response.status().is_success() {
             return Err(self.error_response(response).await);
         }
+        let protobuf = content::is_protobuf(response.headers());
         let client = self.clone();
         let chunks = BodyDataStream::new(response.into_body())
             .map_err(move |e| client.transport_error(Box::new(e), false));
-        Ok(WatchStream::new(chunks, self.inner.max_watch_frame_size))
+        Ok(if protobuf {
+            WatchStream::new_protobuf(chunks, self.inner.max_watch_frame_size)
+        } else {
+            WatchStream::new(chunks, self.inner.max_watch_frame_size)
+        })
     }
 }

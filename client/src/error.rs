@@ -56,6 +56,15 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A protobuf body could not be decoded into the expected type.
+    #[error("cannot decode {what}: {source}")]
+    DecodeProtobuf {
+        /// What was being decoded (`"list of configmaps"`, `"watch event"`...).
+        what: String,
+        /// The protobuf error, with the field's JSON path.
+        #[source]
+        source: kcontrol_proto::Error,
+    },
     /// A watch frame was larger than the configured maximum.
     #[error("watch frame exceeds the maximum frame size of {limit} bytes")]
     FrameTooLarge {
@@ -112,7 +121,13 @@ impl ApiError {
         retry_after_header: Option<Duration>,
         body: &[u8],
     ) -> Self {
-        match serde_json::from_slice::<Status>(body) {
+        let decoded = if body.starts_with(kcontrol_proto::MAGIC) {
+            // a Status answered in protobuf (the request asked for it)
+            kcontrol_proto::from_object::<Status>(body).map_err(|e| e.to_string())
+        } else {
+            serde_json::from_slice::<Status>(body).map_err(|e| e.to_string())
+        };
+        match decoded {
             Ok(mut status)
                 if status.reason.is_some() || status.message.is_some() || status.code.is_some() =>
             {

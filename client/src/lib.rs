@@ -11,6 +11,16 @@
 //! and every failure is an [`Error`] with predicates such as
 //! [`Error::is_expired`] and [`Error::retry_after`].
 //!
+//! Reads of built-in kinds go over protobuf by default, as client-go's do:
+//! `Accept: application/vnd.kubernetes.protobuf,application/json`, each
+//! answer decoded by its `Content-Type` (kcontrol-proto decodes protobuf
+//! straight into the same types JSON decodes into, equal values).
+//! Metadata-only reads ask `PartialObjectMetadata` in protobuf too; custom
+//! resources and writes use JSON. To use JSON for everything, set
+//! [`Config::content_type`] to [`ContentType::Json`]
+//! (`config.with_content_type(ContentType::Json)`), or take a handle with
+//! [`Client::with_content_type`] (same connections, another encoding).
+//!
 //! Controllers report what they did as Events through
 //! [`events::Recorder`] (client-go's `tools/record`): recording never
 //! blocks; call [`Recorder::flush`](events::Recorder::flush) before the
@@ -79,6 +89,7 @@ mod auth;
 mod chunks;
 mod client;
 pub mod config;
+mod content;
 pub mod discovery;
 mod error;
 pub mod events;
@@ -100,6 +111,7 @@ pub use config::{
     Auth, ClientIdentity, Config, ConfigError, ExecConfig, Kubeconfig, KubeconfigOptions,
     RateLimit, TlsConfig, DEFAULT_MAX_RESPONSE_SIZE, DEFAULT_MAX_WATCH_FRAME_SIZE,
 };
+pub use content::ContentType;
 pub use discovery::{DiscoveredResource, Discovery};
 pub use error::{ApiError, BoxError, Error};
 pub use list_stream::ListStream;

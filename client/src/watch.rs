@@ -1,8 +1,10 @@
 //! The watch stream: the server sends one JSON event per line over a
-//! chunked body. [`FrameDecoder`] cuts the chunks into frames (a frame may
-//! span chunks, a chunk may hold several frames, frames larger than the
-//! limit are an error) without copying frames that sit inside one chunk;
-//! [`WatchStream`] decodes each frame straight into a [`WatchEvent`].
+//! chunked body, or (`application/vnd.kubernetes.protobuf;stream=watch`)
+//! length-prefixed protobuf WatchEvents. [`FrameDecoder`] cuts the chunks
+//! into JSON frames (a frame may span chunks, a chunk may hold several
+//! frames, frames larger than the limit are an error) without copying
+//! frames that sit inside one chunk, kcontrol-proto's decoder the protobuf
+//! ones; [`WatchStream`] decodes each frame straight into a [`WatchEvent`].
 //!
 //! After an error item (transport, oversized or undecodable frame) the
 //! stream ends. Nothing here panics on any input.
@@ -110,13 +112,30 @@ impl FrameDecoder {
 /// A boxed stream of body chunks.
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<Bytes, Error>> + Send>>;
 
+/// How the frames of a stream are cut.
+enum Framing {
+    /// One JSON event per line.
+    Json(FrameDecoder),
+    /// 4-byte length + protobuf WatchEvent.
+    Protobuf(kcontrol_proto::watch::FrameDecoder),
+}
+
+impl Framing {
+    fn push(&mut self, chunk: Bytes) {
+        match self {
+            Framing::Json(d) => d.push(chunk),
+            Framing::Protobuf(d) => d.push(chunk),
+        }
+    }
+}
+
 /// A stream of [`WatchEvent`]s decoded from a stream of body chunks.
 ///
 /// Returned by [`Api::watch`](crate::Api::watch); it can also be built over
 /// any chunk stream (tests, benchmarks, recorded bodies).
 pub struct WatchStream<K> {
     source: ChunkStream,
-    decoder: FrameDecoder,
+    decoder: Framing,
     source_done: bool,
     done: bool,
     _k: PhantomData<fn() -> K>,
@@ -136,9 +155,28 @@ impl<K: DeserializeOwned> WatchStream<K> {
     where
         S: Stream<Item = Result<Bytes, Error>> + Send + 'static,
     {
+        Self::with_framing(chunks, Framing::Json(FrameDecoder::new(max_frame_size)))
+    }
+
+    /// Decodes the protobuf events (`;stream=watch`) in `chunks`, rejecting
+    /// frames over `max_frame_size` bytes.
+    pub fn new_protobuf<S>(chunks: S, max_frame_size: usize) -> Self
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send + 'static,
+    {
+        Self::with_framing(
+            chunks,
+            Framing::Protobuf(kcontrol_proto::watch::FrameDecoder::new(max_frame_size)),
+        )
+    }
+
+    fn with_framing<S>(chunks: S, decoder: Framing) -> Self
+    where
+        S: Stream<Item = Result<Bytes, Error>> + Send + 'static,
+    {
         Self {
             source: Box::pin(chunks),
-            decoder: FrameDecoder::new(max_frame_size),
+            decoder,
             source_done: false,
             done: false,
             _k: PhantomData,
@@ -165,6 +203,68 @@ pub fn decode_event<K: DeserializeOwned>(frame: &[u8]) -> Result<WatchEvent<K>, 
     })
 }
 
+/// Decodes one protobuf frame (a `meta/v1` WatchEvent) into an event.
+pub fn decode_protobuf_event<K: DeserializeOwned>(frame: &[u8]) -> Result<WatchEvent<K>, Error> {
+    crate::wire::decode_protobuf_event(frame).map_err(|source| Error::DecodeProtobuf {
+        what: "watch event".to_owned(),
+        source,
+    })
+}
+
+impl<K: DeserializeOwned> WatchStream<K> {
+    /// The next item of a JSON stream, `None` when more input is needed.
+    fn next_json(&mut self) -> Option<Option<Result<WatchEvent<K>, Error>>> {
+        let Framing::Json(decoder) = &mut self.decoder else {
+            return None;
+        };
+        let (frame, unterminated) = match decoder.next_frame() {
+            Ok(None) if self.source_done => (decoder.finish(), true),
+            other => (other, false),
+        };
+        match frame {
+            Ok(Some(frame)) if unterminated => match decode_event(&frame) {
+                // the body ended cleanly inside the last frame: the
+                // connection was closed mid-event, which is how a watch
+                // ends when a server or proxy goes away (client-go reads
+                // it as an unexpected EOF: a normal close)
+                Err(Error::Decode { source, .. }) if source.is_eof() => {
+                    tracing::debug!(
+                        bytes = frame.len(),
+                        "watch body ended inside its last frame"
+                    );
+                    Some(None)
+                }
+                other => Some(Some(other)),
+            },
+            Ok(Some(frame)) => Some(Some(decode_event(&frame))),
+            Err(e) => Some(Some(Err(e))),
+            Ok(None) if self.source_done => Some(None),
+            Ok(None) => None,
+        }
+    }
+
+    /// The next item of a protobuf stream, `None` when more input is needed.
+    fn next_protobuf(&mut self) -> Option<Option<Result<WatchEvent<K>, Error>>> {
+        let Framing::Protobuf(decoder) = &mut self.decoder else {
+            return None;
+        };
+        match decoder.next_frame() {
+            Ok(Some(frame)) => Some(Some(decode_protobuf_event(&frame))),
+            Err(kcontrol_proto::watch::FrameError::TooLarge { limit, .. }) => {
+                Some(Some(Err(Error::FrameTooLarge { limit })))
+            }
+            Ok(None) if self.source_done => {
+                if decoder.has_partial_frame() {
+                    // the connection closed mid-frame: a normal end, as above
+                    tracing::debug!("watch body ended inside its last frame");
+                }
+                Some(None)
+            }
+            Ok(None) => None,
+        }
+    }
+}
+
 impl<K: DeserializeOwned> Stream for WatchStream<K> {
     type Item = Result<WatchEvent<K>, Error>;
 
@@ -173,33 +273,17 @@ impl<K: DeserializeOwned> Stream for WatchStream<K> {
             if self.done {
                 return Poll::Ready(None);
             }
-            let (frame, unterminated) = match self.decoder.next_frame() {
-                Ok(None) if self.source_done => (self.decoder.finish(), true),
-                other => (other, false),
+            let next = match self.decoder {
+                Framing::Json(_) => self.next_json(),
+                Framing::Protobuf(_) => self.next_protobuf(),
             };
-            match frame {
-                Ok(Some(frame)) if unterminated => match decode_event(&frame) {
-                    // the body ended cleanly inside the last frame: the
-                    // connection was closed mid-event, which is how a watch
-                    // ends when a server or proxy goes away (client-go reads
-                    // it as an unexpected EOF: a normal close)
-                    Err(Error::Decode { source, .. }) if source.is_eof() => {
-                        tracing::debug!(
-                            bytes = frame.len(),
-                            "watch body ended inside its last frame"
-                        );
-                        self.done = true;
-                        return Poll::Ready(None);
-                    }
-                    other => return self.last(other),
-                },
-                Ok(Some(frame)) => return self.last(decode_event(&frame)),
-                Err(e) => return self.last(Err(e)),
-                Ok(None) if self.source_done => {
+            match next {
+                Some(Some(item)) => return self.last(item),
+                Some(None) => {
                     self.done = true;
                     return Poll::Ready(None);
                 }
-                Ok(None) => {}
+                None => {}
             }
             match self.source.as_mut().poll_next(cx) {
                 Poll::Pending => return Poll::Pending,

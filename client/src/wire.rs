@@ -201,6 +201,45 @@ struct VersionOnlyMeta {
     resource_version: Option<String>,
 }
 
+impl From<&str> for EventType {
+    fn from(v: &str) -> Self {
+        match v {
+            "ADDED" => EventType::Added,
+            "MODIFIED" => EventType::Modified,
+            "DELETED" => EventType::Deleted,
+            "BOOKMARK" => EventType::Bookmark,
+            "ERROR" => EventType::Error,
+            other => EventType::Unknown(other.to_owned()),
+        }
+    }
+}
+
+/// Decodes a protobuf watch frame (a `meta/v1` WatchEvent whose object is
+/// enveloped) into an event, the object by the schema of the kind its
+/// envelope names.
+pub(crate) fn decode_protobuf_event<K: DeserializeOwned>(
+    frame: &[u8],
+) -> Result<WatchEvent<K>, kcontrol_proto::Error> {
+    use kcontrol_proto::from_object;
+    let event = kcontrol_proto::watch::event(frame)?;
+    let object = event.object;
+    Ok(match EventType::from(event.event_type) {
+        EventType::Added => WatchEvent::Added(from_object(object)?),
+        EventType::Modified => WatchEvent::Modified(from_object(object)?),
+        EventType::Deleted => WatchEvent::Deleted(from_object(object)?),
+        EventType::Bookmark => WatchEvent::Bookmark(from_object(object)?),
+        EventType::Error => WatchEvent::Error(from_object(object)?),
+        EventType::Unknown(event_type) => WatchEvent::Unknown {
+            event_type,
+            // an object of a kind without a schema keeps no version
+            resource_version: from_object::<VersionOnly>(object)
+                .ok()
+                .and_then(|v| v.metadata)
+                .and_then(|m| m.resource_version),
+        },
+    })
+}
+
 impl<'de> Deserialize<'de> for EventType {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct V;
@@ -210,14 +249,7 @@ impl<'de> Deserialize<'de> for EventType {
                 f.write_str("a watch event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<EventType, E> {
-                Ok(match v {
-                    "ADDED" => EventType::Added,
-                    "MODIFIED" => EventType::Modified,
-                    "DELETED" => EventType::Deleted,
-                    "BOOKMARK" => EventType::Bookmark,
-                    "ERROR" => EventType::Error,
-                    other => EventType::Unknown(other.to_owned()),
-                })
+                Ok(EventType::from(v))
             }
         }
         deserializer.deserialize_str(V)

@@ -3,6 +3,7 @@
 //! One test function, because it changes the process environment.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use kcontrol_client::{Config, ConfigError};

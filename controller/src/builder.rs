@@ -3,24 +3,32 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::fmt;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kcontrol_client::events::{Recorder, RecorderError};
 use kcontrol_client::Client;
-use kcontrol_indexer::{Object, TypedResource};
+use kcontrol_indexer::{Object, PartialObjectMetadata, TypedResource};
 use kcontrol_informer::{
-    wait_for_cache_sync, CacheSyncError, FactoryError, HandlerRegistration, HasSynced,
-    InformerError, InformerFactory, InformerScope, SharedIndexInformer,
+    wait_for_cache_sync, CacheSyncError, FactoryError, HandlerOptions, HasSynced, InformerError,
+    InformerFactory, InformerScope, SharedIndexInformer,
 };
-use kcontrol_workqueue::{default_controller_rate_limiter, QueueConfig, RateLimitingQueue};
+use kcontrol_workqueue::{
+    default_controller_rate_limiter, QueueConfig, RateLimiter, RateLimitingQueue,
+};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::expectations::Expectations;
 use crate::handlers::EnqueueHandler;
+use crate::health::Health;
+use crate::metrics::SharedRegistry;
 use crate::predicate::Predicate;
 use crate::reconciler::{Action, Context, Reconciler, Shared};
+use crate::sharding::{ShardGate, Sharder};
+use crate::watched::Watched;
 use crate::workers::{Pool, WorkerError, WorkerOptions, WorkerStats};
 
 /// How often the cache-sync wait says it is still waiting.
@@ -38,6 +46,18 @@ pub enum ControllerError {
     /// The workers could not start.
     #[error(transparent)]
     Workers(#[from] WorkerError),
+    /// The event recorder could not start.
+    #[error(transparent)]
+    Recorder(#[from] RecorderError),
+    /// The health server could not bind its address.
+    #[error("serving health on {addr}: {source}")]
+    Health {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Shutdown waited `timeout` for reconciles in flight; `unfinished`
     /// were still running (task workers were aborted).
     #[error("{unfinished} reconciles were still running after the drain timeout of {timeout:?}")]
@@ -60,25 +80,53 @@ struct Setup<'a> {
     factory: &'a InformerFactory,
     scope: InformerScope,
     queue: RateLimitingQueue<String>,
-    registrations: Vec<HandlerRegistration>,
+    /// The controller's name (its handlers are named after it).
+    name: &'a str,
+    registrations: Vec<Watched>,
     removals: Vec<Box<dyn FnOnce() + Send>>,
     listers: HashMap<TypeId, Box<dyn std::any::Any + Send + Sync>>,
     expectations: Option<Expectations>,
 }
 
-impl Setup<'_> {
+impl<'a> Setup<'a> {
+    /// Nothing set up yet: informers of `factory` in `scope`, feeding `queue`.
+    fn new(
+        factory: &'a InformerFactory,
+        scope: InformerScope,
+        queue: &RateLimitingQueue<String>,
+        name: &'a str,
+        expectations: Option<Expectations>,
+    ) -> Self {
+        Self {
+            factory,
+            scope,
+            queue: queue.clone(),
+            name,
+            registrations: Vec::new(),
+            removals: Vec::new(),
+            listers: HashMap::new(),
+            expectations,
+        }
+    }
+
     /// Adds `handler` to the informer of `T` in `scope`.
     fn watch<T: TypedResource + DeserializeOwned>(
         &mut self,
         scope: InformerScope,
         handler: EnqueueHandler<T>,
     ) -> Result<Arc<SharedIndexInformer<T>>, InformerError> {
+        let what = Watched::describe::<T>(&scope);
         let informer = self.factory.scoped_informer::<T>(scope);
-        let registration = informer.add_event_handler(handler)?;
+        let options = HandlerOptions::new().name(format!("{} {what}", self.name));
+        let registration = informer.add_event_handler_with_options(handler, options)?;
         self.listers
             .entry(TypeId::of::<T>())
             .or_insert_with(|| Box::new(informer.lister()));
-        self.registrations.push(registration.clone());
+        self.registrations.push(Watched::new(
+            what,
+            registration.clone(),
+            Arc::clone(&informer),
+        ));
         let owner = Arc::clone(&informer);
         self.removals.push(Box::new(move || {
             if let Err(e) = owner.remove_event_handler(&registration) {
@@ -105,6 +153,27 @@ impl Setup<'_> {
         // cancels. Its own factory stops with `shutdown()`.
         self.factory.start(&CancellationToken::new())?;
         Ok(primary)
+    }
+
+    /// [`start`](Self::start), then the cache-sync barrier: the primary
+    /// informer once every handler has synced; `None` when shutdown came
+    /// first. The caller stops the sources either way.
+    async fn start_synced<K: TypedResource + DeserializeOwned>(
+        &mut self,
+        primary_scope: InformerScope,
+        handler: EnqueueHandler<K>,
+        watches: Vec<Register>,
+        shutdown: &CancellationToken,
+    ) -> Result<Option<Arc<SharedIndexInformer<K>>>, ControllerError> {
+        let primary = self.start(primary_scope, handler, watches)?;
+        let registrations: Vec<&dyn HasSynced> = self
+            .registrations
+            .iter()
+            .map(|r| r as &dyn HasSynced)
+            .collect();
+        let synced = wait_for_caches(shutdown, &registrations, self.name).await;
+        drop(registrations);
+        Ok(synced.then_some(primary))
     }
 
     /// Stops what feeds the queue: the factory's informers when the
@@ -164,6 +233,12 @@ impl ControllerBuilder {
             error_policy: None,
             synced: None,
             expectations: None,
+            rate_limiter: None,
+            registry: None,
+            health_addr: None,
+            recorder: None,
+            gate: None,
+            shard_owned: Vec::new(),
         }
     }
 }
@@ -237,7 +312,18 @@ pub struct Controller<K = ()> {
     /// readiness).
     synced: Option<Arc<AtomicBool>>,
     expectations: Option<Expectations>,
+    rate_limiter: Option<Box<dyn RateLimiter<String>>>,
+    registry: Option<SharedRegistry>,
+    health_addr: Option<SocketAddr>,
+    recorder: Option<Recorder>,
+    /// Sharded: reconciles pass this gate (set by a sharded `Manager`).
+    gate: Option<ShardGate>,
+    /// Sharded: the owned kinds the sharder labels after their owner.
+    shard_owned: Vec<ShardOwned>,
 }
+
+/// Adds an owned kind to a sharder.
+pub(crate) type ShardOwned = Box<dyn FnOnce(Sharder) -> Sharder + Send>;
 
 impl<K> fmt::Debug for Controller<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -290,20 +376,34 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     /// reference names a `K` (its kind and group), on each change of the
     /// `C` (resyncs skipped) and its deletion (CT3).
     #[must_use]
-    pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self {
+    pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self
+    where
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
         self.add_owned::<C>(None)
     }
 
     /// [`owns`](Self::owns), with only the events `predicate` accepts.
     #[must_use]
-    pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
+    pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self
+    where
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
         self.add_owned::<C>(Some(predicate))
     }
 
     fn add_owned<C: TypedResource + DeserializeOwned>(
         mut self,
         predicate: Option<Predicate<C>>,
-    ) -> Self {
+    ) -> Self
+    where
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
+        self.shard_owned
+            .push(Box::new(|sharder: Sharder| sharder.owns::<K, C>()));
         self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
             let mut handler = EnqueueHandler::for_owner::<K>(setup.queue.clone());
             if let Some(predicate) = predicate {
@@ -373,6 +473,47 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
         self
     }
 
+    /// The work queue's rate limiter: how long a key waits before it is
+    /// reconciled again after [`Action::RequeueRateLimited`] (and after an
+    /// error, by default). Default: client-go's controller limiter, the
+    /// longest of a per-key exponential backoff (5 ms doubling to 1000 s)
+    /// and an overall token bucket (10 qps, burst 100).
+    #[must_use]
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<String> + 'static) -> Self {
+        self.rate_limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// Puts the controller's metrics in `registry` (shared with other
+    /// controllers and your own metrics) instead of a registry of its own.
+    /// Either way every family is there: `workqueue_*` (the queue, named
+    /// as the controller), `controller_reconcile_*`, `reflector_*` and
+    /// `informer_*` (when the controller builds its own factory),
+    /// `rest_client_*` (when the client reports to no other registry).
+    #[must_use]
+    pub fn registry(mut self, registry: SharedRegistry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Serves `/healthz`, `/readyz` (ready once the caches synced) and
+    /// `/metrics` (the controller's registry) on `addr` while the
+    /// controller runs. A [`Manager`](crate::Manager) serves these for all
+    /// its controllers instead.
+    #[must_use]
+    pub fn serve_health(mut self, addr: SocketAddr) -> Self {
+        self.health_addr = Some(addr);
+        self
+    }
+
+    /// The recorder [`Context::recorder`] hands the reconciler (default:
+    /// one of its own, reporting as the controller's name).
+    #[must_use]
+    pub fn recorder(mut self, recorder: Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
+    }
+
     /// Reports on `flag` when the caches have synced.
     pub(crate) fn report_synced(mut self, flag: Arc<AtomicBool>) -> Self {
         self.synced = Some(flag);
@@ -407,6 +548,18 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
         self
     }
 
+    /// Sharded (a [`Manager`](crate::Manager)'s): reconciles pass `gate`,
+    /// which acknowledges drains on the primary informer.
+    pub(crate) fn shard_gate(mut self, gate: ShardGate) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// The owned kinds' sharder registrations (taken out).
+    pub(crate) fn take_shard_owned(&mut self) -> Vec<ShardOwned> {
+        std::mem::take(&mut self.shard_owned)
+    }
+
     /// The reconcile counters (successes, errors, panics, running), live
     /// while the controller runs; [`WorkerStats::register`] exports them.
     pub fn stats(&self) -> WorkerStats {
@@ -428,112 +581,263 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
         reconciler: R,
         shutdown: CancellationToken,
     ) -> Result<(), ControllerError> {
+        let parts = self.assemble()?;
+        let health_stop = CancellationToken::new();
+        let result = parts.run(reconciler, shutdown, &health_stop).await;
+        health_stop.cancel();
+        result
+    }
+
+    /// Everything a run needs, built from the builder's settings: the
+    /// registry every family goes to, the factory, the named queue, the
+    /// scopes, the recorder.
+    fn assemble(self) -> Result<Parts<K>, ControllerError> {
+        let name = self.options.name_value().to_owned();
+        let registry = self.registry.unwrap_or_default();
+        // false when the client already reports to a registry (a Manager's)
+        registry.register_client(&self.client);
+        let own_factory = self.factory.is_none();
+        let factory = self.factory.unwrap_or_else(|| {
+            Arc::new(
+                InformerFactory::builder(self.client.clone())
+                    .strip_managed_fields(true)
+                    .metrics(registry.factory_metrics())
+                    .build(),
+            )
+        });
+        let limiter = self
+            .rate_limiter
+            .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
+        let config = QueueConfig::new()
+            .name(name.clone())
+            .metrics_provider(registry.queue_metrics());
+        let queue = RateLimitingQueue::with_config(limiter, config);
+        self.options.stats().register(&name, &mut registry.lock());
+        let recorder = match self.recorder {
+            Some(recorder) => recorder,
+            None => Recorder::new(self.client.clone(), name.clone())?,
+        };
+        let mut scope = factory.scope();
+        if self.namespace.is_some() {
+            scope.namespace = self.namespace;
+        }
+        let mut primary_scope = scope.clone();
+        if self.label_selector.is_some() {
+            primary_scope.label_selector = self.label_selector;
+        }
+        let mut handler = EnqueueHandler::<K>::for_object(queue.clone());
+        if let Some(predicate) = self.predicate {
+            handler = handler.with_predicate(predicate);
+        }
+        Ok(Parts {
+            name,
+            client: self.client,
+            factory,
+            own_factory,
+            queue,
+            registry,
+            recorder,
+            scope,
+            primary_scope,
+            handler,
+            watches: self.watches,
+            options: self.options,
+            error_policy: self.error_policy,
+            synced: self.synced,
+            expectations: self.expectations,
+            health_addr: self.health_addr,
+            gate: self.gate,
+        })
+    }
+}
+
+/// A controller's run, assembled ([`Controller::run`]).
+struct Parts<K> {
+    name: String,
+    client: Client,
+    factory: Arc<InformerFactory>,
+    own_factory: bool,
+    queue: RateLimitingQueue<String>,
+    registry: SharedRegistry,
+    recorder: Recorder,
+    scope: InformerScope,
+    primary_scope: InformerScope,
+    handler: EnqueueHandler<K>,
+    watches: Vec<Register>,
+    options: WorkerOptions,
+    error_policy: Option<ErrorPolicy<K>>,
+    synced: Option<Arc<AtomicBool>>,
+    expectations: Option<Expectations>,
+    health_addr: Option<SocketAddr>,
+    gate: Option<ShardGate>,
+}
+
+impl<K: TypedResource + DeserializeOwned> Parts<K> {
+    async fn run<R: Reconciler<K>>(
+        self,
+        reconciler: R,
+        shutdown: CancellationToken,
+        health_stop: &CancellationToken,
+    ) -> Result<(), ControllerError> {
         let Self {
+            name,
             client,
             factory,
-            namespace,
-            label_selector,
-            predicate,
+            own_factory,
+            queue,
+            registry,
+            recorder,
+            scope,
+            primary_scope,
+            handler,
             watches,
             options,
             error_policy,
             synced,
             expectations,
+            health_addr,
+            gate,
         } = self;
-        let name = options.name_value().to_owned();
-        let own_factory = factory.is_none();
-        let factory = factory.unwrap_or_else(|| {
-            Arc::new(
-                InformerFactory::builder(client.clone())
-                    .strip_managed_fields(true)
-                    .build(),
-            )
-        });
-        let queue = RateLimitingQueue::with_config(
-            default_controller_rate_limiter(),
-            QueueConfig::new().name(name.clone()),
-        );
-        let mut scope = factory.scope();
-        if namespace.is_some() {
-            scope.namespace = namespace;
+        let synced = synced.unwrap_or_default();
+        if let Some(addr) = health_addr {
+            let health = Health::with_registry(registry);
+            serve_health(health, addr, &name, &synced, &shutdown, health_stop).await?;
         }
-        let mut primary_scope = scope.clone();
-        if label_selector.is_some() {
-            primary_scope.label_selector = label_selector;
-        }
-        let mut handler = EnqueueHandler::<K>::for_object(queue.clone());
-        if let Some(predicate) = predicate {
-            handler = handler.with_predicate(predicate);
-        }
-        let mut setup = Setup {
-            factory: &factory,
-            scope,
-            queue: queue.clone(),
-            registrations: Vec::new(),
-            removals: Vec::new(),
-            listers: HashMap::new(),
-            expectations: expectations.clone(),
-        };
-        let started = setup.start(primary_scope, handler, watches);
-        let primary = match started {
-            Ok(primary) => primary,
-            Err(e) => {
-                setup.stop_sources(own_factory).await;
-                queue.shut_down();
-                return Err(e);
-            }
-        };
-        let registrations: Vec<&dyn HasSynced> = setup
-            .registrations
-            .iter()
-            .map(|r| r as &dyn HasSynced)
-            .collect();
-        let synced_now = wait_for_caches(&shutdown, &registrations, &name).await;
-        drop(registrations);
-        if !synced_now {
-            setup.stop_sources(own_factory).await;
-            queue.shut_down();
-            return Ok(());
-        }
-        tracing::info!(controller = %name, "caches synced");
-        if let Some(synced) = &synced {
-            synced.store(true, Ordering::SeqCst);
-        }
-        let shared = Arc::new(Shared {
-            client,
-            name: name.clone(),
-            listers: std::mem::take(&mut setup.listers),
-            expectations,
-        });
-        let step = reconcile_step(
-            primary.store(),
-            Arc::new(reconciler),
-            shared,
-            error_policy,
-            queue.clone(),
-        );
+        let mut setup = Setup::new(&factory, scope, &queue, &name, expectations.clone());
+        let watches = with_drain_watch::<K>(gate.as_ref(), &client, &primary_scope, watches);
         let workers_stop = CancellationToken::new();
-        let pool = match Pool::start(&queue, &options, workers_stop.clone(), step) {
-            Ok(pool) => pool,
-            Err(e) => {
-                setup.stop_sources(own_factory).await;
-                return Err(e.into());
+        let running: Result<Option<Pool>, ControllerError> = async {
+            let Some(primary) = setup
+                .start_synced(primary_scope, handler, watches, &shutdown)
+                .await?
+            else {
+                return Ok(None);
+            };
+            tracing::info!(controller = %name, "caches synced");
+            synced.store(true, Ordering::SeqCst);
+            let shared = Arc::new(Shared {
+                client,
+                name: name.clone(),
+                listers: std::mem::take(&mut setup.listers),
+                expectations,
+                recorder: recorder.clone(),
+            });
+            let step = reconcile_step(
+                primary.store(),
+                Arc::new(reconciler),
+                shared,
+                error_policy,
+                queue.clone(),
+                gate,
+            );
+            let pool = Pool::start(&queue, &options, workers_stop.clone(), step)?;
+            shutdown.cancelled().await;
+            tracing::info!(controller = %name, "shutting down: stopping the event sources");
+            Ok::<_, ControllerError>(Some(pool))
+        }
+        .await;
+        // the one way out: what feeds the queue stops first, whether the
+        // run failed to start, shutdown came before the caches synced, or
+        // the workers ran
+        setup.stop_sources(own_factory).await;
+        let pool = match running {
+            Ok(Some(pool)) => pool,
+            other => {
+                queue.shut_down();
+                return other.map(drop);
             }
         };
-        shutdown.cancelled().await;
-        tracing::info!(controller = %name, "shutting down: stopping the event sources");
-        setup.stop_sources(own_factory).await;
         workers_stop.cancel();
-        let report = pool.wait().await;
-        if report.drained {
-            Ok(())
-        } else {
-            Err(ControllerError::DrainTimeout {
-                timeout: options.drain_timeout_value(),
-                unfinished: report.unfinished,
-            })
+        drain(pool, &recorder, &options, &name).await
+    }
+}
+
+/// `watches`, after the sharding drain watch of `K` when a shard gate is
+/// set.
+fn with_drain_watch<K: TypedResource + DeserializeOwned>(
+    gate: Option<&ShardGate>,
+    client: &Client,
+    primary_scope: &InformerScope,
+    watches: Vec<Register>,
+) -> Vec<Register> {
+    match gate {
+        None => watches,
+        Some(gate) => {
+            let mut all = vec![drain_watch::<K>(gate, client, primary_scope.clone())];
+            all.extend(watches);
+            all
         }
     }
+}
+
+/// Waits for the stopped workers (within the drain timeout) and writes the
+/// events the last reconciles recorded before run returns.
+async fn drain(
+    pool: Pool,
+    recorder: &Recorder,
+    options: &WorkerOptions,
+    name: &str,
+) -> Result<(), ControllerError> {
+    let report = pool.wait().await;
+    let drain = options.drain_timeout_value();
+    if tokio::time::timeout(drain, recorder.flush()).await.is_err() {
+        tracing::warn!(controller = %name, "events not all written within the drain timeout");
+    }
+    if report.drained {
+        Ok(())
+    } else {
+        Err(ControllerError::DrainTimeout {
+            timeout: drain,
+            unfinished: report.unfinished,
+        })
+    }
+}
+
+/// Serves `health` on `addr` until `stop`: ready once `synced` is set,
+/// 503 from the start of `shutdown`.
+async fn serve_health(
+    health: Health,
+    addr: SocketAddr,
+    name: &str,
+    synced: &Arc<AtomicBool>,
+    shutdown: &CancellationToken,
+    stop: &CancellationToken,
+) -> Result<(), ControllerError> {
+    let flag = Arc::clone(synced);
+    health.add_check(format!("controller-{name}"), move || {
+        flag.load(Ordering::SeqCst)
+    });
+    health
+        .serve(addr, stop.clone())
+        .await
+        .map_err(|source| ControllerError::Health { addr, source })?;
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        health.shutting_down();
+    });
+    Ok(())
+}
+
+/// Sharded: the gate's drain handler on the informer of `K`.
+fn drain_watch<K: TypedResource + DeserializeOwned>(
+    gate: &ShardGate,
+    client: &Client,
+    scope: InformerScope,
+) -> Register {
+    let handler = gate.drain_handler::<K>(client.clone(), K::api_resource());
+    Box::new(move |setup: &mut Setup<'_>| {
+        let informer = setup.factory.scoped_informer::<K>(scope);
+        let options = HandlerOptions::new().name(format!("{} drains", setup.name));
+        let registration = informer.add_event_handler_with_options(handler, options)?;
+        let owner = Arc::clone(&informer);
+        setup.removals.push(Box::new(move || {
+            if let Err(e) = owner.remove_event_handler(&registration) {
+                tracing::debug!(error = %e, "handler not removed");
+            }
+        }));
+        Ok(())
+    })
 }
 
 /// The cache-sync barrier of a controller (client-go's
@@ -560,14 +864,27 @@ pub async fn wait_for_caches(
     synced: &[&dyn HasSynced],
     name: &str,
 ) -> bool {
+    wait_for_caches_every(shutdown, synced, name, SYNC_WARN_INTERVAL).await
+}
+
+/// [`wait_for_caches`], warning every `interval`: the warning lists what
+/// has not synced, each as it names itself (a controller's informers by
+/// kind, scope and last list or watch error).
+pub(crate) async fn wait_for_caches_every(
+    shutdown: &CancellationToken,
+    synced: &[&dyn HasSynced],
+    name: &str,
+    interval: Duration,
+) -> bool {
     let mut waited = Duration::ZERO;
     loop {
-        match wait_for_cache_sync(shutdown, Some(SYNC_WARN_INTERVAL), synced).await {
+        match wait_for_cache_sync(shutdown, Some(interval), synced).await {
             Ok(()) => return true,
             Err(CacheSyncError::Shutdown { .. }) => return false,
             Err(e) => {
-                waited += SYNC_WARN_INTERVAL;
-                tracing::warn!(controller = %name, ?waited, error = %e, "still waiting for caches to sync: is the API server reachable and the resource installed?");
+                waited += interval;
+                let unsynced = e.unsynced().join("; ");
+                tracing::warn!(controller = %name, ?waited, %unsynced, "still waiting for caches to sync");
             }
         }
     }
@@ -581,6 +898,7 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
     shared: Arc<Shared>,
     policy: Option<ErrorPolicy<K>>,
     queue: RateLimitingQueue<String>,
+    gate: Option<ShardGate>,
 ) -> impl Fn(String) -> futures::future::BoxFuture<'static, Result<Action, Action>> + Send + Sync + 'static
 {
     move |key: String| {
@@ -589,6 +907,7 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
         let shared = Arc::clone(&shared);
         let policy = policy.clone();
         let requeues = queue.num_requeues(&key);
+        let gate = gate.clone();
         Box::pin(async move {
             let Some(object) = store.get_by_key(&key) else {
                 tracing::debug!(%key, "not in the cache (deleted): nothing to reconcile");
@@ -596,6 +915,17 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
                     expectations.delete(&key);
                 }
                 return Ok(Action::Done);
+            };
+            // sharded: only while this replica owns the key, undrained (SH2)
+            let _in_flight = match &gate {
+                None => None,
+                Some(gate) => match gate.enter(&key, Some(object.labels())) {
+                    Some(in_flight) => Some(in_flight),
+                    None => {
+                        tracing::debug!(%key, "not this replica's (moving or moved): skipped");
+                        return Ok(Action::Done);
+                    }
+                },
             };
             let ctx = Context::new(shared, key, requeues);
             match reconciler.reconcile(Arc::clone(&object), ctx.clone()).await {
@@ -615,7 +945,76 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kcontrol_informer::SyncedFn;
+    use kcontrol_informer::{ResourceEventHandlerFuncs, SyncedFn};
+
+    #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+    struct GizmoSpec {}
+
+    kcontrol_indexer::custom_resource! {
+        /// A resource no server serves.
+        struct Gizmo {
+            group: "nowhere.kcontrol.dev",
+            version: "v1",
+            plural: "gizmos",
+            scope: Namespaced,
+            spec: GizmoSpec,
+        }
+    }
+
+    /// CT23: what has not synced names its kind and scope and the last
+    /// list error — a 404 says the resource is not served — instead of a
+    /// bare handler name.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ct23_an_unsynced_watch_names_its_kind_scope_and_last_error() {
+        let server = kcontrol_testserver::TestServer::start()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let client =
+            Client::from_kubeconfig_yaml(&server.kubeconfig()).unwrap_or_else(|e| panic!("{e}"));
+        let factory = InformerFactory::new(client, Duration::ZERO);
+        let scope = InformerScope {
+            namespace: Some("team".into()),
+            ..InformerScope::all()
+        };
+        let informer = factory.scoped_informer::<Gizmo>(scope.clone());
+        let registration = informer
+            .add_event_handler(ResourceEventHandlerFuncs::<Gizmo>::new())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let watched = Watched::new(
+            Watched::describe::<Gizmo>(&scope),
+            registration,
+            Arc::clone(&informer),
+        );
+        let shutdown = CancellationToken::new();
+        factory.start(&shutdown).unwrap_or_else(|e| panic!("{e}"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while informer.last_error().is_none() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no list error reported"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let unsynced = watched.unsynced();
+        assert_eq!(unsynced.len(), 1);
+        let line = &unsynced[0];
+        assert!(
+            line.starts_with("Gizmo (nowhere.kcontrol.dev/v1) in namespace team: list failed"),
+            "{line}"
+        );
+        assert!(
+            line.contains("404: the API server does not serve this resource"),
+            "{line}"
+        );
+        // the barrier's error carries the same line
+        let err = wait_for_cache_sync(&shutdown, Some(Duration::from_millis(10)), &[&watched])
+            .await
+            .unwrap_err();
+        assert_eq!(err.unsynced(), unsynced.as_slice());
+        shutdown.cancel();
+        factory.shutdown().await;
+        server.shutdown().await;
+    }
 
     #[tokio::test]
     async fn ct9_the_barrier_waits_for_every_source_or_shutdown() {

@@ -36,13 +36,10 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use kcontrol_informer::HasSynced;
 use parking_lot::Mutex;
-use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-/// A metrics registry shared between the code that registers metrics and
-/// the server that encodes them.
-pub type SharedRegistry = Arc<Mutex<Registry>>;
+use crate::metrics::SharedRegistry;
 
 /// One readiness check.
 struct Check {
@@ -125,6 +122,11 @@ impl Health {
         Self::build(Some(registry))
     }
 
+    /// The registry served at `/metrics`, if any.
+    pub fn registry(&self) -> Option<&SharedRegistry> {
+        self.inner.registry.as_ref()
+    }
+
     fn build(registry: Option<SharedRegistry>) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -133,11 +135,6 @@ impl Health {
                 registry,
             }),
         }
-    }
-
-    /// The registry served at `/metrics`, if any.
-    pub fn registry(&self) -> Option<&SharedRegistry> {
-        self.inner.registry.as_ref()
     }
 
     /// Adds a readiness check: `/readyz` is 503 while `ready` returns false.
@@ -212,21 +209,18 @@ impl Health {
                 reply(status, "text/plain; charset=utf-8", readiness.body())
             }
             "/metrics" => match &self.inner.registry {
-                Some(registry) => {
-                    let mut text = String::new();
-                    match prometheus_client::encoding::text::encode(&mut text, &registry.lock()) {
-                        Ok(()) => reply(
-                            StatusCode::OK,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                            text,
-                        ),
-                        Err(e) => reply(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            "text/plain; charset=utf-8",
-                            format!("encoding metrics: {e}\n"),
-                        ),
-                    }
-                }
+                Some(registry) => match registry.encode() {
+                    Ok(text) => reply(
+                        StatusCode::OK,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        text,
+                    ),
+                    Err(e) => reply(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "text/plain; charset=utf-8",
+                        format!("encoding metrics: {e}\n"),
+                    ),
+                },
                 None => not_found(),
             },
             _ => not_found(),

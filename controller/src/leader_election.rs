@@ -21,6 +21,7 @@
 //!
 //! Defaults are client-go's: lease 15 s, renew deadline 10 s, retry 2 s.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -55,8 +56,18 @@ fn wall_clock_now() -> Timestamp {
     Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// The jitter factor of the retry period (client-go's `JitterFactor`).
+/// The jitter factor of the retry period, client-go's `JitterFactor`: a
+/// standby waits the retry period plus up to 1.2 times it (`[p, 2.2p)`),
+/// as `wait.JitterUntil` does, so standbys never poll the Lease more often
+/// than client-go's would.
 const JITTER: f64 = 1.2;
+
+/// `period` plus a random part of `JITTER × period` (client-go's
+/// `wait.Jitter(period, JitterFactor)`).
+fn jittered(period: Duration) -> Duration {
+    let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
+    period.mul_f64(1.0 + JITTER * random)
+}
 
 /// Why leader election could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -203,6 +214,8 @@ pub struct LeaderElector {
     leading: watch::Sender<bool>,
     status: Option<Family<NameLabel, Gauge>>,
     running: AtomicBool,
+    /// Labels the Lease carries (set when it is created or acquired).
+    labels: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for LeaderElector {
@@ -241,6 +254,7 @@ impl LeaderElector {
             leading: watch::Sender::new(false),
             status: None,
             running: AtomicBool::new(false),
+            labels: BTreeMap::new(),
         })
     }
 
@@ -266,6 +280,13 @@ impl LeaderElector {
     /// observed (this candidate included).
     pub fn on_new_leader(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_new_leader = Some(Box::new(f));
+        self
+    }
+
+    /// Labels the Lease carries: set when this candidate creates or
+    /// acquires it (a sharding ring's member Leases carry the ring's name).
+    pub fn with_labels(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.labels = labels;
         self
     }
 
@@ -374,12 +395,9 @@ impl LeaderElector {
         format!("{}/{}", self.config.namespace, self.config.name)
     }
 
-    /// A retry period with up to 20 % jitter.
+    /// A retry period with client-go's jitter: in `[p, (1 + JITTER) p)`.
     fn jittered_retry(&self) -> Duration {
-        let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
-        self.config
-            .retry_period
-            .mul_f64(1.0 + (JITTER - 1.0) * random)
+        jittered(self.config.retry_period)
     }
 
     /// Tries every (jittered) retry period until this candidate holds the
@@ -513,6 +531,10 @@ impl LeaderElector {
     async fn write(&self, lease: Lease, renewing: bool) -> Result<(), kcontrol_client::Error> {
         let old = lease.spec.clone().unwrap_or_default();
         let mut next = lease;
+        if !renewing && !self.labels.is_empty() {
+            let labels = next.metadata.labels.get_or_insert_with(BTreeMap::new);
+            labels.extend(self.labels.clone());
+        }
         next.spec = Some(if renewing {
             LeaseSpec {
                 renew_time: Some(MicroTime(wall_clock_now())),
@@ -567,6 +589,7 @@ impl LeaderElector {
                 metadata: ObjectMeta {
                     name: Some(self.config.name.clone()),
                     namespace: Some(self.config.namespace.clone()),
+                    labels: (!self.labels.is_empty()).then(|| self.labels.clone()),
                     ..ObjectMeta::default()
                 },
                 spec: Some(LeaseSpec {
@@ -639,5 +662,30 @@ impl LeaderElector {
                 tracing::warn!(lease = %self.lease_name(), error = %e, "could not release the lease");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod jitter_tests {
+    use std::time::Duration;
+
+    /// LE1: a standby's retry is client-go's `wait.Jitter(p, 1.2)`, in
+    /// `[p, 2.2p)`, spread over the whole window (it was `[p, 1.2p)`, up to
+    /// 1.8x client-go's Lease reads from every standby).
+    #[test]
+    fn le1_the_retry_jitter_is_client_gos() {
+        let period = Duration::from_secs(2);
+        let waits: Vec<Duration> = (0..1000).map(|_| super::jittered(period)).collect();
+        assert!(waits
+            .iter()
+            .all(|w| *w >= period && *w < period.mul_f64(2.2)));
+        assert!(
+            waits.iter().any(|w| *w > period.mul_f64(1.8)),
+            "the top of the window"
+        );
+        assert!(
+            waits.iter().any(|w| *w < period.mul_f64(1.4)),
+            "the bottom of the window"
+        );
     }
 }

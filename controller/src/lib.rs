@@ -14,9 +14,13 @@
 //!   [`wait_for_caches`] (the cache-sync barrier over informers and
 //!   handler registrations);
 //! - operator helpers: [`finalizer()`] (cleanup before deletion),
-//!   [`conditions`] (status conditions) and [`expectations`] (creations
+//!   [`conditions`] (status conditions), [`expectations`] (creations
 //!   and deletions not yet seen in the cache, client-go's
-//!   `ControllerExpectations`).
+//!   `ControllerExpectations`), [`converge`] (writes that do nothing when
+//!   nothing differs: [`create_or_update`], [`Context::apply_owned`]),
+//!   [`crd`] (CRDs from Rust types: printed, installed) and [`Args`]
+//!   (an operator's flags, building the client, logging and the
+//!   [`Manager`] in one call).
 //!
 //! Running them in production:
 //!
@@ -25,8 +29,13 @@
 //! - [`leader_election`]: client-go's leader election on
 //!   `coordination.k8s.io/v1` Leases, so that of several replicas of a
 //!   controller only one writes;
-//! - [`metrics`]: the client's request metrics (`rest_client_*`) in a
-//!   Prometheus registry;
+//! - [`metrics`]: the [`SharedRegistry`] every family goes to (a
+//!   [`Manager`] and the builder fill one by default: `workqueue_*`,
+//!   `rest_client_*`, `reflector_*`, `informer_*`,
+//!   `controller_reconcile_*`, `leader_election_master_status`);
+//! - [`sharding`]: one controller's objects sharded across replicas on
+//!   Leases ([`Manager::sharded`]): each replica caches and reconciles
+//!   its share, no key is reconciled by two replicas at once;
 //! - [`webhook`]: admission (defaulting, validating) and conversion
 //!   webhooks on an HTTPS server with a reloadable certificate, served by
 //!   [`Manager::serve_webhooks`] beside the controllers.
@@ -34,10 +43,13 @@
 //! The contracts (CT…, HL…, LE…) are in the workspace's `DESIGN.md`; the
 //! example `examples/configmap_to_secret.rs` is a whole controller.
 
+pub mod args;
 mod builder;
 pub mod conditions;
+pub mod converge;
+pub mod crd;
 pub mod expectations;
-pub mod finalizer;
+pub mod finalizers;
 pub mod handlers;
 pub mod health;
 pub mod leader_election;
@@ -46,17 +58,23 @@ pub mod metrics;
 pub mod owner;
 pub mod predicate;
 mod reconciler;
+pub mod sharding;
 pub mod signals;
+mod watched;
 pub mod webhook;
 pub mod workers;
 
+pub use args::{Args, ArgsError};
 pub use builder::{wait_for_caches, Controller, ControllerBuilder, ControllerError};
+pub use converge::{create_or_update, Operation};
 pub use expectations::Expectations;
-pub use finalizer::{finalizer, FinalizerError};
-pub use health::{Health, Readiness, SharedRegistry};
+pub use finalizers::{finalizer, FinalizerError};
+pub use health::{Health, Readiness};
 pub use leader_election::{
     default_identity, LeaderElectionConfig, LeaderElectionError, LeaderElector,
 };
 pub use manager::{Manager, ManagerError};
+pub use metrics::SharedRegistry;
 pub use reconciler::{Action, CacheWaitError, Context, Reconciler};
+pub use sharding::{ShardGate, Sharder, ShardingConfig, ShardingError};
 pub use workers::run_workers;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kcontrol_client::Client;
-use kcontrol_indexer::TypedResource;
+use kcontrol_indexer::{PartialObjectMetadata, TypedResource};
 use kcontrol_informer::InformerFactory;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::builder::{Controller, ControllerError};
 use crate::health::Health;
 use crate::leader_election::{LeaderElectionConfig, LeaderElectionError, LeaderElector};
+use crate::metrics::SharedRegistry;
 use crate::reconciler::Reconciler;
+use crate::sharding::{run_sharded, ShardGate, Sharder, ShardingConfig, ShardingError};
 use crate::webhook::{WebhookError, WebhookMetrics, WebhookServer};
 
 /// Why a [`Manager`] stopped other than by its shutdown.
@@ -46,6 +48,10 @@ pub enum ManagerError {
     /// The webhook server could not start.
     #[error("serving webhooks: {0}")]
     Webhook(#[from] WebhookError),
+    /// Sharding could not start, or the ring membership was lost (the
+    /// controllers were stopped first).
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
     /// The health server could not bind its address.
     #[error("serving health on {addr}: {source}")]
     Health {
@@ -82,10 +88,14 @@ pub struct Manager {
     client: Client,
     factory: Arc<InformerFactory>,
     health: Health,
+    registry: SharedRegistry,
+    workers: Option<usize>,
     leader_election: Option<LeaderElectionConfig>,
+    sharding: Option<Sharding>,
     controllers: Vec<(String, Run)>,
     synced: Vec<Arc<AtomicBool>>,
     health_stop: CancellationToken,
+    health_address: parking_lot::Mutex<Option<SocketAddr>>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -102,27 +112,48 @@ impl std::fmt::Debug for Manager {
 
 impl Manager {
     /// A manager on `client`, with an informer factory of its own
-    /// (managedFields stripped) and a [`Health`] without metrics.
+    /// (managedFields stripped) and metrics on: one [`SharedRegistry`],
+    /// served at `/metrics` by [`serve_health`](Self::serve_health), holds
+    /// the client's (`rest_client_*`), the informers' (`reflector_*`,
+    /// `informer_*`), each controller's queue (`workqueue_*`) and
+    /// reconciles (`controller_reconcile_*`), and with leader election
+    /// `leader_election_master_status`.
     pub fn new(client: Client) -> Self {
-        let factory = Arc::new(
-            InformerFactory::builder(client.clone())
-                .strip_managed_fields(true)
-                .build(),
-        );
-        Self::with_factory(client, factory, Health::new())
+        Self::with_scope(client, None)
+    }
+
+    /// [`new`](Self::new), its informers watching only `namespace` when
+    /// one is given.
+    pub fn with_scope(client: Client, namespace: Option<String>) -> Self {
+        let registry = SharedRegistry::new();
+        registry.register_client(&client);
+        let mut factory = InformerFactory::builder(client.clone())
+            .strip_managed_fields(true)
+            .metrics(registry.factory_metrics());
+        if let Some(namespace) = namespace {
+            factory = factory.namespace(namespace);
+        }
+        let health = Health::with_registry(registry);
+        Self::with_factory(client, Arc::new(factory.build()), health)
     }
 
     /// A manager over your factory (its scope, metrics) and health (its
-    /// registry).
+    /// registry, where the controllers' metrics go too; none: they are
+    /// kept but not served).
     pub fn with_factory(client: Client, factory: Arc<InformerFactory>, health: Health) -> Self {
+        let registry = health.registry().cloned().unwrap_or_default();
         Self {
             client,
             factory,
             health,
+            registry,
+            workers: None,
             leader_election: None,
+            sharding: None,
             controllers: Vec::new(),
             synced: Vec::new(),
             health_stop: CancellationToken::new(),
+            health_address: parking_lot::Mutex::new(None),
         }
     }
 
@@ -137,6 +168,26 @@ impl Manager {
         &self.health
     }
 
+    /// The registry every controller's metrics go to; register metrics of
+    /// your own in it to have them served at `/metrics` too.
+    pub fn registry(&self) -> &SharedRegistry {
+        &self.registry
+    }
+
+    /// The client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// How many workers each controller from [`controller`](Self::controller)
+    /// starts with (default 2; a controller's own
+    /// [`workers`](Controller::workers) wins).
+    #[must_use]
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = Some(workers);
+        self
+    }
+
     /// Runs the controllers only while holding this Lease (informers start
     /// when leadership is won).
     #[must_use]
@@ -145,20 +196,77 @@ impl Manager {
         self
     }
 
+    /// Shards the controllers' objects across the replicas of a ring
+    /// (see [`sharding`](crate::sharding)): this replica holds a member
+    /// Lease, the replica elected on the ring's sharder Lease assigns
+    /// objects, and every informer of the manager selects this member's
+    /// objects only (`shard.kcontrol.dev/<ring>=<member>`: kinds from
+    /// [`Controller::watches`] must carry the label too). Call it before
+    /// [`controller`](Self::controller); without leader election (the
+    /// sharder has its own).
+    #[must_use]
+    pub fn sharded(mut self, config: ShardingConfig) -> Self {
+        let mut scope = self.factory.scope();
+        scope.label_selector = Some(config.selector());
+        let mut factory = InformerFactory::builder(self.client.clone())
+            .strip_managed_fields(true)
+            .metrics(self.registry.factory_metrics())
+            .label_selector(config.selector());
+        if let Some(namespace) = scope.namespace.clone() {
+            factory = factory.namespace(namespace);
+        }
+        self.factory = Arc::new(factory.build());
+        let sharder = Sharder::new(self.client.clone(), config.clone()).namespace(scope.namespace);
+        self.sharding = Some(Sharding {
+            gate: ShardGate::new(&config),
+            config,
+            sharder,
+            added_before: self.controllers.len(),
+        });
+        self
+    }
+
     /// A controller of `K` on the manager's client and factory, to
     /// configure and [`add`](Self::add).
     pub fn controller<K: TypedResource + DeserializeOwned>(&self) -> Controller<K> {
-        Controller::new(self.client.clone())
+        let mut controller = Controller::new(self.client.clone())
             .with_factory(Arc::clone(&self.factory))
             .for_resource::<K>()
+            .registry(self.registry.clone());
+        if let Some(sharding) = &self.sharding {
+            // a reconcile in flight when the member Lease is lost must end
+            // before the Lease can expire for the sharder (SH3)
+            let margin = sharding
+                .config
+                .lease_duration
+                .saturating_sub(sharding.config.renew_deadline);
+            controller = controller
+                .shard_gate(sharding.gate.clone())
+                .drain_timeout(margin);
+        }
+        match self.workers {
+            Some(n) => controller.workers(n),
+            None => controller,
+        }
     }
 
     /// Adds a controller with its reconciler; it runs with the others.
-    pub fn add<K, R>(&mut self, controller: Controller<K>, reconciler: R) -> &mut Self
+    pub fn add<K, R>(&mut self, mut controller: Controller<K>, reconciler: R) -> &mut Self
     where
         K: TypedResource + DeserializeOwned,
+        PartialObjectMetadata<K>: TypedResource,
         R: Reconciler<K>,
     {
+        if let Some(sharding) = self.sharding.take() {
+            let mut sharder = sharding.sharder.shard::<K>();
+            for owned in controller.take_shard_owned() {
+                sharder = owned(sharder);
+            }
+            self.sharding = Some(Sharding {
+                sharder,
+                ..sharding
+            });
+        }
         let name = controller.name_value().to_owned();
         let synced = Arc::new(AtomicBool::new(false));
         let controller = controller.report_synced(Arc::clone(&synced));
@@ -180,10 +288,19 @@ impl Manager {
     /// # Errors
     /// When `addr` cannot be bound.
     pub async fn serve_health(&self, addr: SocketAddr) -> Result<SocketAddr, ManagerError> {
-        self.health
+        let bound = self
+            .health
             .serve(addr, self.health_stop.clone())
             .await
-            .map_err(|source| ManagerError::Health { addr, source })
+            .map_err(|source| ManagerError::Health { addr, source })?;
+        *self.health_address.lock() = Some(bound);
+        Ok(bound)
+    }
+
+    /// Where [`serve_health`](Self::serve_health) serves (its last call),
+    /// port chosen.
+    pub fn health_address(&self) -> Option<SocketAddr> {
+        *self.health_address.lock()
     }
 
     /// Serves `server`'s webhooks on `addr` (port 0: any) from now until
@@ -226,7 +343,9 @@ impl Manager {
             client,
             factory,
             health,
+            registry,
             leader_election,
+            sharding,
             controllers,
             health_stop,
             ..
@@ -239,9 +358,17 @@ impl Manager {
                 health.shutting_down();
             }
         });
-        let result = match leader_election {
-            None => run_controllers(controllers, shutdown).await,
-            Some(config) => run_leading(client, config, controllers, shutdown).await,
+        let result = match (leader_election, sharding) {
+            (None, None) => run_controllers(controllers, shutdown).await,
+            (Some(config), None) => {
+                run_leading(client, config, &registry, controllers, shutdown).await
+            }
+            (None, Some(sharding)) => {
+                run_sharded_controllers(client, sharding, controllers, shutdown).await
+            }
+            (Some(_), Some(_)) => Err(ManagerError::Sharding(ShardingError::Config(
+                "a sharded manager elects its sharder itself: leave leader election off".into(),
+            ))),
         };
         marker.abort();
         health.shutting_down();
@@ -277,14 +404,50 @@ async fn run_controllers(
     first_error.map_or(Ok(()), Err)
 }
 
+/// A sharded manager's settings.
+struct Sharding {
+    config: ShardingConfig,
+    gate: ShardGate,
+    sharder: Sharder,
+    /// Controllers added before [`Manager::sharded`] (not sharded: an error).
+    added_before: usize,
+}
+
+/// Runs the controllers as one replica of the ring ([`run_sharded`]).
+async fn run_sharded_controllers(
+    client: Client,
+    sharding: Sharding,
+    controllers: Vec<(String, Run)>,
+    shutdown: CancellationToken,
+) -> Result<(), ManagerError> {
+    if sharding.added_before > 0 {
+        return Err(ManagerError::Sharding(ShardingError::Config(
+            "controllers were added before Manager::sharded: call it first".into(),
+        )));
+    }
+    let Sharding {
+        config,
+        gate,
+        sharder,
+        ..
+    } = sharding;
+    let ran = run_sharded(client, config, sharder, gate, shutdown, |stop| {
+        run_controllers(controllers, stop)
+    })
+    .await?;
+    ran.unwrap_or(Ok(()))
+}
+
 /// Competes for the Lease; runs the controllers while leading.
 async fn run_leading(
     client: Client,
     config: LeaderElectionConfig,
+    registry: &SharedRegistry,
     controllers: Vec<(String, Run)>,
     shutdown: CancellationToken,
 ) -> Result<(), ManagerError> {
-    let elector = Arc::new(LeaderElector::new(client, config)?);
+    let elector = LeaderElector::new(client, config)?.with_registry(&mut registry.lock());
+    let elector = Arc::new(elector);
     let mut leading = elector.subscribe();
     let elector_stop = CancellationToken::new();
     let election = tokio::spawn({

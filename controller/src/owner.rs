@@ -84,24 +84,44 @@ pub(crate) fn group_of(api_version: &str) -> &str {
 /// controller-runtime's and kube-runtime's controllers apply. Apply creates
 /// the object when it does not exist. Returns the object as stored.
 ///
+/// It writes every time; [`apply_owned_if_changed`](crate::converge::apply_owned_if_changed)
+/// (or [`Context::apply_owned`](crate::Context::apply_owned)) writes only
+/// when the live object differs.
+///
 /// # Errors
 /// When `object` has no name, or the API server refuses the apply.
 pub async fn apply_owned<O, T>(
     api: &Api<T>,
     owner: &O,
-    mut object: T,
+    object: T,
     field_manager: &str,
 ) -> Result<T, kcontrol_client::Error>
 where
     O: TypedResource,
     T: TypedResource + Serialize + DeserializeOwned,
 {
-    let name = object
-        .name()
-        .ok_or_else(|| {
-            kcontrol_client::Error::InvalidRequest("apply_owned: the object has no name".to_owned())
-        })?
-        .to_owned();
+    let object = with_controller_ref(owner, object)?;
+    let name = object.name().unwrap_or_default().to_owned();
+    api.patch(
+        &name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(&object),
+    )
+    .await
+}
+
+/// `object` as [`apply_owned`] sends it: its controller reference is
+/// `owner`'s (other controller references dropped), without the fields
+/// the server owns (`managedFields`, `resourceVersion`).
+pub(crate) fn with_controller_ref<O: TypedResource, T: TypedResource>(
+    owner: &O,
+    mut object: T,
+) -> Result<T, kcontrol_client::Error> {
+    if object.name().is_none() {
+        return Err(kcontrol_client::Error::InvalidRequest(
+            "apply_owned: the object has no name".to_owned(),
+        ));
+    }
     let mut refs: Vec<OwnerReference> = object
         .meta()
         .owner_references
@@ -115,12 +135,7 @@ where
     // fields the server owns are not the applier's to claim
     object.meta_mut().managed_fields = None;
     object.meta_mut().resource_version = None;
-    api.patch(
-        &name,
-        &PatchParams::apply(field_manager).force(),
-        &Patch::Apply(&object),
-    )
-    .await
+    Ok(object)
 }
 
 #[cfg(test)]

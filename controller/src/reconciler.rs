@@ -11,8 +11,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_client::Client;
-use kcontrol_indexer::{Lister, Object};
+use kcontrol_client::events::Recorder;
+use kcontrol_client::{Api, Client, Error as ClientError, Patch, PatchParams};
+use kcontrol_indexer::{Lister, Object, TypedResource};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::converge::{apply_owned_if_changed, Operation};
 
 /// What becomes of a key after a reconcile (or, through the error policy,
 /// after a failed one). CT8.
@@ -42,6 +47,8 @@ pub(crate) struct Shared {
     pub(crate) listers: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     /// The controller's expectations, when it has them.
     pub(crate) expectations: Option<crate::Expectations>,
+    /// The controller's event recorder.
+    pub(crate) recorder: Recorder,
 }
 
 /// What a reconcile gets beside the object: the client, the key, how often
@@ -105,12 +112,33 @@ impl<K: Object> Context<K> {
         &self.shared.name
     }
 
+    /// The controller's event recorder (reporting as the controller's
+    /// name): [`Recorder::event`] for events that may be written later,
+    /// [`Recorder::publish`] for one that must be written before the
+    /// reconcile goes on (before removing a finalizer).
+    pub fn recorder(&self) -> &Recorder {
+        &self.shared.recorder
+    }
+
     /// The controller's expectations
     /// ([`Controller::with_expectations`](crate::Controller::with_expectations)):
     /// creations and deletions of owned objects not yet in the cache, by
     /// key (CT18). `None` when the controller was built without them.
     pub fn expectations(&self) -> Option<&crate::Expectations> {
         self.shared.expectations.as_ref()
+    }
+
+    /// The cached `T` named `name` in the reconciled object's namespace
+    /// (by name alone when `T` is cluster-scoped), from the controller's
+    /// cache of `T` — an owned object named as its owner, say. `None` when
+    /// it is not in the cache, or `T` is not cached by this controller.
+    pub fn cached<T: TypedResource>(&self, name: &str) -> Option<Arc<T>> {
+        let namespace = if T::api_resource().namespaced {
+            self.key.split_once('/').map_or("", |(ns, _)| ns)
+        } else {
+            ""
+        };
+        self.lister::<T>()?.get(namespace, name)
     }
 
     /// A lister of the controller's cache of `T`: the reconciled type, or
@@ -122,6 +150,79 @@ impl<K: Object> Context<K> {
             .get(&TypeId::of::<T>())
             .and_then(|l| l.downcast_ref::<Lister<T>>())
             .cloned()
+    }
+}
+
+impl<K: TypedResource> Context<K> {
+    /// Server-side apply of `object`, controlled by `owner`, as the
+    /// controller's field manager (its name) — sent only when the object
+    /// as it is now does not already hold what the apply sets (CT20,
+    /// [`apply_owned_if_changed`]): at steady state, no write. The object
+    /// as it is now comes from the controller's cache of `T` when it has
+    /// one ([`owns`](crate::Controller::owns) or
+    /// [`watches`](crate::Controller::watches)), else from a GET. Without
+    /// a namespace, a namespaced `object` goes to `owner`'s.
+    ///
+    /// # Errors
+    /// When `object` has no name, or the API server refuses the read or
+    /// the apply.
+    pub async fn apply_owned<T>(&self, owner: &K, mut object: T) -> Result<Operation, ClientError>
+    where
+        T: TypedResource + Serialize + DeserializeOwned,
+    {
+        let resource = T::api_resource();
+        if resource.namespaced && object.meta().namespace.is_none() {
+            object.meta_mut().namespace = owner.meta().namespace.clone();
+        }
+        let namespace = object.meta().namespace.clone().unwrap_or_default();
+        let name = object.meta().name.clone().unwrap_or_default();
+        let api: Api<T> = if resource.namespaced {
+            Api::namespaced(self.client().clone(), &namespace)
+        } else {
+            Api::all(self.client().clone())
+        };
+        let live = match self.lister::<T>() {
+            Some(lister) => lister.get(&namespace, &name),
+            None if name.is_empty() => None,
+            None => api.get_opt(&name).await?.map(Arc::new),
+        };
+        let manager = self.controller_name();
+        apply_owned_if_changed(&api, owner, object, manager, live.as_deref()).await
+    }
+
+    /// Writes `status` as `object`'s status — a JSON merge patch of the
+    /// status subresource, `{"status": status}` (a field the status type
+    /// writes as `null` is removed) — unless `object` (from the cache)
+    /// already has it: [`Operation::Unchanged`] and no write, so a
+    /// reconcile that finds nothing new writes nothing (CT20). Unlike
+    /// [`Api::patch_status`], which always writes.
+    ///
+    /// # Errors
+    /// When `object` has no name, or the API server refuses the patch.
+    pub async fn write_status<S>(&self, object: &K, status: &S) -> Result<Operation, ClientError>
+    where
+        K: Serialize + DeserializeOwned,
+        S: Serialize,
+    {
+        let json = |v: serde_json::Result<serde_json::Value>| {
+            v.map_err(|e| ClientError::InvalidRequest(format!("cannot serialize: {e}")))
+        };
+        let status = json(serde_json::to_value(status))?;
+        let current = json(serde_json::to_value(object))?;
+        if current.get("status") == Some(&status) {
+            return Ok(Operation::Unchanged);
+        }
+        let name = object.meta().name.as_deref().ok_or_else(|| {
+            ClientError::InvalidRequest("write_status: the object has no name".to_owned())
+        })?;
+        let api: Api<K> = match object.meta().namespace.as_deref() {
+            Some(namespace) => Api::namespaced(self.client().clone(), namespace),
+            None => Api::all(self.client().clone()),
+        };
+        let patch = Patch::Merge(serde_json::json!({ "status": status }));
+        api.patch_status(name, &PatchParams::default(), &patch)
+            .await?;
+        Ok(Operation::Updated)
     }
 }
 

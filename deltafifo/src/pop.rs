@@ -239,7 +239,7 @@ mod tests {
     use super::*;
     use crate::delta::DeltaType::{Added, Replaced, Updated};
     use crate::error::FifoError;
-    use crate::test_support::{cm, fifo_with, pop_one, summary, Store};
+    use crate::test_support::{cm, fifo_with, pop_one, summary, wait_for_blocked_poppers, Store};
     use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 
     fn plain() -> Arc<DeltaFifo<ConfigMap>> {
@@ -375,13 +375,13 @@ mod tests {
             let fifo = Arc::clone(&fifo);
             std::thread::spawn(move || fifo.pop(|_, _| Ok::<_, ProcessError<()>>(())))
         };
-        // let it block (not required for correctness: either way it must end)
-        std::thread::sleep(Duration::from_millis(20));
+        wait_for_blocked_poppers(&fifo, 1, 0);
         fifo.close();
         assert!(matches!(popper.join().unwrap(), Err(PopError::Closed)));
     }
 
-    #[tokio::test]
+    // multi-threaded: the test thread blocks until the task is parked
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn df7_pop_async_waits_for_a_key_and_close_wakes_it() {
         let fifo = plain();
         let task = {
@@ -391,7 +391,7 @@ mod tests {
                     .await
             })
         };
-        tokio::task::yield_now().await;
+        wait_for_blocked_poppers(&fifo, 0, 1);
         fifo.add(cm("a", 1)).unwrap();
         assert_eq!(task.await.unwrap().unwrap(), "ns/a");
 
@@ -399,9 +399,47 @@ mod tests {
             let fifo = Arc::clone(&fifo);
             tokio::spawn(async move { fifo.pop_async(|_, _| Ok::<_, ProcessError<()>>(())).await })
         };
-        tokio::task::yield_now().await;
+        wait_for_blocked_poppers(&fifo, 0, 1);
         fifo.close();
         assert!(matches!(waiting.await.unwrap(), Err(PopError::Closed)));
+    }
+
+    /// DF7: `close` wakes every popper parked in an empty FIFO, threads and
+    /// tasks together; the test waits until all eight are parked.
+    #[test]
+    fn df7_close_wakes_every_blocked_popper_threads_and_tasks() {
+        let fifo = plain();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let (closed_tx, closed_rx) = std::sync::mpsc::channel();
+        for _ in 0..4 {
+            let (fifo, closed) = (Arc::clone(&fifo), closed_tx.clone());
+            std::thread::spawn(move || {
+                let r = fifo.pop(|_, _| Ok::<_, ProcessError<()>>(()));
+                closed.send(matches!(r, Err(PopError::Closed))).unwrap();
+            });
+        }
+        for _ in 0..4 {
+            let (fifo, closed) = (Arc::clone(&fifo), closed_tx.clone());
+            runtime.spawn(async move {
+                let r = fifo.pop_async(|_, _| Ok::<_, ProcessError<()>>(())).await;
+                closed.send(matches!(r, Err(PopError::Closed))).unwrap();
+            });
+        }
+        wait_for_blocked_poppers(&fifo, 4, 4);
+        assert!(
+            closed_rx.try_recv().is_err(),
+            "a popper returned from an empty FIFO"
+        );
+        fifo.close();
+        for i in 0..8 {
+            let closed = closed_rx
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("only {i} of 8 poppers woke up"));
+            assert!(closed);
+        }
     }
 
     #[tokio::test]

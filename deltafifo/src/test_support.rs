@@ -81,3 +81,29 @@ pub(crate) fn fifo_with(store: &Arc<Store>) -> Arc<crate::DeltaFifo<ConfigMap>> 
     let known: Arc<dyn KnownObjects<ConfigMap>> = Arc::clone(store) as _;
     crate::DeltaFifo::builder().known_objects(known).build()
 }
+
+/// Waits (bounded: 30 s) until `threads` poppers block in `pop` and `tasks`
+/// in `pop_async`: the counts a producer reads to wake them, so once they
+/// match, those poppers are parked and only a wake-up brings them back.
+pub(crate) fn wait_for_blocked_poppers(
+    fifo: &crate::DeltaFifo<ConfigMap>,
+    threads: usize,
+    tasks: usize,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (t, a) = {
+            let st = fifo.state.lock();
+            (st.thread_waiters, st.task_waiters)
+        };
+        if (t, a) == (threads, tasks) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {threads} threads and {tasks} tasks to block in pop \
+             ({t} threads and {a} tasks blocked)"
+        );
+        std::thread::yield_now();
+    }
+}

@@ -6,7 +6,18 @@
 //! - a reflector-like producer (watch events, streaming relists, some
 //!   aborted) plus a resync thread, with poppers updating the known-objects
 //!   store, converges to exactly the server's state;
-//! - `close` wakes every blocked popper, threads and tasks.
+//! - each queued key wakes a waiting popper (no lost wake-up).
+//!
+//! (`close` waking every blocked popper is a unit test in `src/pop.rs`: it
+//! waits until the poppers are parked, which only the crate can see.)
+//!
+//! The micro-sleeps below only shape interleavings (a processor holding a
+//! key while producers queue it again, producers pacing their rounds, a
+//! resync thread spread over the run, a processor lingering so a deletion
+//! lands while it runs); the assertions hold however they fall, so none is
+//! a wait that a slow machine could outrun. The one poll for an event (the
+//! DF3 processor looking for the producer's `deleting` flag) gives up
+//! harmlessly: the deletion then simply comes later.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -284,44 +295,6 @@ fn df3_df4_df6_concurrent_watch_relists_and_resyncs_converge_to_the_server_state
     assert!(fifo.has_synced());
     assert_eq!(fifo.last_sync_resource_version(), Some(rv.to_string()));
     assert!(resyncs > 0);
-}
-
-#[test]
-fn df7_close_wakes_every_blocked_popper_threads_and_tasks() {
-    let fifo = DeltaFifo::<ConfigMap>::builder().build();
-    let runtime = runtime();
-    let (closed_tx, closed_rx) = mpsc::channel();
-    let (started_tx, started_rx) = mpsc::channel();
-    for _ in 0..4 {
-        let (fifo, closed, started) = (Arc::clone(&fifo), closed_tx.clone(), started_tx.clone());
-        thread::spawn(move || {
-            started.send(()).unwrap();
-            let r = fifo.pop(|_, _| Ok::<_, ProcessError<()>>(()));
-            closed.send(matches!(r, Err(PopError::Closed))).unwrap();
-        });
-    }
-    for _ in 0..4 {
-        let (fifo, closed, started) = (Arc::clone(&fifo), closed_tx.clone(), started_tx.clone());
-        runtime.spawn(async move {
-            started.send(()).unwrap();
-            let r = fifo.pop_async(|_, _| Ok::<_, ProcessError<()>>(())).await;
-            closed.send(matches!(r, Err(PopError::Closed))).unwrap();
-        });
-    }
-    wait_for(&started_rx, 8, "poppers starting");
-    // Give them time to block; the assertion holds whether or not they have.
-    thread::sleep(Duration::from_millis(50));
-    assert!(
-        closed_rx.try_recv().is_err(),
-        "a popper returned from an empty FIFO"
-    );
-    fifo.close();
-    for i in 0..8 {
-        let closed = closed_rx
-            .recv_timeout(DEADLINE)
-            .unwrap_or_else(|_| panic!("only {i} of 8 poppers woke up"));
-        assert!(closed);
-    }
 }
 
 /// Adds items one at a time, waiting (bounded) for each to be popped

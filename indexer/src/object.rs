@@ -312,28 +312,28 @@ impl Scope for k8s_openapi::ClusterResourceScope {
 
 impl<K> Object for K
 where
-    K: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static,
+    K: kube_core::Resource<DynamicType = ()> + Send + Sync + 'static,
 {
     fn meta(&self) -> &ObjectMeta {
-        self.metadata()
+        kube_core::Resource::meta(self)
     }
 
     fn meta_mut(&mut self) -> &mut ObjectMeta {
-        self.metadata_mut()
+        kube_core::Resource::meta_mut(self)
     }
 }
 
 impl<K> TypedResource for K
 where
-    K: k8s_openapi::Metadata<Ty = ObjectMeta> + Send + Sync + 'static,
+    K: kube_core::Resource<DynamicType = ()> + Send + Sync + 'static,
     K::Scope: Scope,
 {
     fn api_resource() -> ApiResource {
         ApiResource {
-            group: Cow::Borrowed(K::GROUP),
-            version: Cow::Borrowed(K::VERSION),
-            kind: Cow::Borrowed(K::KIND),
-            plural: Cow::Borrowed(K::URL_PATH_SEGMENT),
+            group: K::group(&()),
+            version: K::version(&()),
+            kind: K::kind(&()),
+            plural: K::plural(&()),
             namespaced: <K::Scope as Scope>::NAMESPACED,
         }
     }

@@ -3,6 +3,7 @@
 //! `metadata_watcher`) when a controller needs names, labels, annotations
 //! and owners but not specs.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -107,27 +108,33 @@ impl<'de, K> Deserialize<'de> for PartialObjectMetadata<K> {
     }
 }
 
-impl<K: k8s_openapi::Resource> k8s_openapi::Resource for PartialObjectMetadata<K> {
-    const API_VERSION: &'static str = K::API_VERSION;
-    const GROUP: &'static str = K::GROUP;
-    const KIND: &'static str = K::KIND;
-    const VERSION: &'static str = K::VERSION;
-    const URL_PATH_SEGMENT: &'static str = K::URL_PATH_SEGMENT;
+/// At `K`'s URL: every [`kube_core::Resource`] with a static type (k8s-openapi
+/// types, `custom_resource!` and kube-derive types) has a metadata-only form.
+impl<K: kube_core::Resource<DynamicType = ()>> kube_core::Resource for PartialObjectMetadata<K> {
+    type DynamicType = ();
     type Scope = K::Scope;
-}
 
-impl<K: k8s_openapi::ListableResource> k8s_openapi::ListableResource for PartialObjectMetadata<K> {
-    const LIST_KIND: &'static str = K::LIST_KIND;
-}
+    fn kind(dt: &()) -> Cow<'_, str> {
+        K::kind(dt)
+    }
 
-impl<K: k8s_openapi::Resource> k8s_openapi::Metadata for PartialObjectMetadata<K> {
-    type Ty = ObjectMeta;
+    fn group(dt: &()) -> Cow<'_, str> {
+        K::group(dt)
+    }
 
-    fn metadata(&self) -> &ObjectMeta {
+    fn version(dt: &()) -> Cow<'_, str> {
+        K::version(dt)
+    }
+
+    fn plural(dt: &()) -> Cow<'_, str> {
+        K::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
         &self.metadata
     }
 
-    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
         &mut self.metadata
     }
 }

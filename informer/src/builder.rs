@@ -14,9 +14,8 @@ use serde::de::DeserializeOwned;
 
 use crate::informer::{Parts, SharedIndexInformer};
 use crate::metrics::InformerMetrics;
-use crate::reflector_source::ReflectorSource;
 use crate::resync_clock::ResyncClock;
-use crate::source::Source;
+use crate::source::{ReflectorSource, Source};
 
 /// Makes the informer's source from the final reflector options.
 type MakeSource<K> = Box<dyn FnOnce(ReflectorConfig<K>) -> Arc<dyn Source<K>> + Send>;

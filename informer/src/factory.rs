@@ -237,6 +237,28 @@ impl FactoryMetrics for PrometheusFactoryMetrics {
     }
 }
 
+/// Factory metrics exporting to `registry` (feature `prometheus`): the
+/// reflector (`reflector_*`), informer (`informer_*`) and
+/// `informer_objects` families, registered now, labelled with each
+/// informer's name. Register once per registry and hand the result to
+/// every factory on it ([`InformerFactoryBuilder::metrics`]).
+#[cfg(feature = "prometheus")]
+pub fn prometheus_factory_metrics(
+    registry: &mut prometheus_client::registry::Registry,
+) -> Arc<dyn FactoryMetrics> {
+    let caches = Arc::new(Mutex::new(Vec::new()));
+    registry.register_collector(Box::new(CacheCollector {
+        caches: Arc::clone(&caches),
+    }));
+    Arc::new(PrometheusFactoryMetrics {
+        reflectors: kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics::new(
+            registry,
+        ),
+        informers: crate::metrics::prometheus::PrometheusInformerMetrics::new(registry),
+        caches,
+    })
+}
+
 /// Why a factory could not start its informers.
 #[derive(Debug, thiserror::Error)]
 pub enum FactoryError {
@@ -382,22 +404,13 @@ impl InformerFactoryBuilder {
     /// Registers the reflector (`reflector_*`) and informer (`informer_*`)
     /// metric families in `registry` and reports every reflector and
     /// informer the factory builds to them, labelled with the informer's
-    /// name (feature `prometheus`).
+    /// name (feature `prometheus`). Several factories on one registry
+    /// share one [`prometheus_factory_metrics`] instead (a family is
+    /// registered once per registry).
     #[cfg(feature = "prometheus")]
     #[must_use]
     pub fn registry(self, registry: &mut prometheus_client::registry::Registry) -> Self {
-        let caches = Arc::new(Mutex::new(Vec::new()));
-        registry.register_collector(Box::new(CacheCollector {
-            caches: Arc::clone(&caches),
-        }));
-        let metrics = PrometheusFactoryMetrics {
-            reflectors: kcontrol_reflector::metrics::prometheus::PrometheusReflectorMetrics::new(
-                registry,
-            ),
-            informers: crate::metrics::prometheus::PrometheusInformerMetrics::new(registry),
-            caches,
-        };
-        self.metrics(Arc::new(metrics))
+        self.metrics(prometheus_factory_metrics(registry))
     }
 
     /// The factory.

@@ -201,6 +201,14 @@ impl<K: KubeObject> SharedIndexInformer<K> {
         self.source.relist_incomplete()
     }
 
+    /// The last list or watch failure since the last successful list,
+    /// described for a person (a 404 says the server does not serve the
+    /// resource); `None` while healthy or before start. What to show when
+    /// the cache does not sync.
+    pub fn last_error(&self) -> Option<String> {
+        self.source.last_error()
+    }
+
     /// How often the reflector asks whether any handler is due for a resync
     /// (zero: never). Starts as the informer's resync period; a handler
     /// added before start with a shorter period lowers it.

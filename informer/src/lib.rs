@@ -73,6 +73,7 @@
 //! # }
 //! ```
 
+mod add_remove_handlers;
 mod async_handler;
 mod buffer;
 mod builder;
@@ -85,8 +86,6 @@ mod listener;
 pub mod metrics;
 mod notification;
 mod processor;
-mod reflector_source;
-mod registering;
 mod registration;
 mod resync_clock;
 mod source;
@@ -95,9 +94,12 @@ mod synced;
 #[cfg(test)]
 mod tests;
 
+pub use add_remove_handlers::MINIMUM_RESYNC_PERIOD;
 pub use async_handler::{AsyncResourceEventHandler, HandlerFuture};
 pub use builder::SharedIndexInformerBuilder;
 pub use error::InformerError;
+#[cfg(feature = "prometheus")]
+pub use factory::prometheus_factory_metrics;
 pub use factory::{
     CacheSize, FactoryError, FactoryMetrics, InformerFactory, InformerFactoryBuilder, InformerKey,
     InformerScope, SharedInformerFactory,
@@ -107,6 +109,5 @@ pub use informer::SharedIndexInformer;
 pub use kcontrol_reflector::BackoffConfig;
 pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;
-pub use registering::MINIMUM_RESYNC_PERIOD;
 pub use registration::{HandlerOptions, HandlerRegistration};
 pub use synced::{wait_for_cache_sync, CacheSyncError, HasSynced, SyncedFn};

@@ -563,13 +563,9 @@ mod tests {
         assert_eq!(recv(&rx), "update 1 2");
         assert_eq!(recv(&rx), "delete 2");
         // the panicking initial add counted as handled
-        for _ in 0..1000 {
-            if l.sync.has_synced() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(l.sync.has_synced());
+        kcontrol_testserver::eventually_blocking("the panicking add counted as handled", || {
+            l.sync.has_synced()
+        });
         l.stop();
         assert!(!l.add(Notification::Add {
             obj: Arc::new(3),

@@ -200,6 +200,8 @@ mod tests {
         );
         let t2 = token.clone();
         tokio::spawn(async move {
+            // shapes the interleaving; cancelled before or during the
+            // wait, the wait ends the same way
             tokio::time::sleep(Duration::from_millis(10)).await;
             t2.cancel();
         });
@@ -231,6 +233,8 @@ mod tests {
         let flag = Arc::new(AtomicBool::new(false));
         let f = Arc::clone(&flag);
         tokio::spawn(async move {
+            // shapes the interleaving (most likely a sync the wait must
+            // notice later); synced before the wait, it passes the same
             tokio::time::sleep(Duration::from_millis(30)).await;
             f.store(true, Ordering::SeqCst);
         });

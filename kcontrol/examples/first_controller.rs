@@ -5,19 +5,20 @@
 //! It runs against the in-process test API server, so no cluster is needed:
 //!
 //! ```text
-//! cargo run -p kcontrol --example first_controller
+//! cargo run -p kcontrol --features testserver --example first_controller
 //! ```
 //!
 //! Against a cluster, build the client from your kubeconfig instead
-//! (`Config::infer().await?`) and leave the test server out.
+//! (`Client::new(Config::infer()?)?`: `infer` reads the kubeconfig, else the
+//! in-cluster service account, synchronously) and leave the test server out.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol::prelude::*;
-use kcontrol_testserver::TestServer;
+use kcontrol::testserver::TestServer;
 
 /// The annotation this controller keeps.
 const ANNOTATION: &str = "example.kcontrol.dev/keys";
@@ -26,7 +27,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 // An example prints its result.
 #[allow(clippy::print_stdout)]
-#[tokio::main]
+#[tokio::main(crate = "kcontrol::tokio")]
 async fn main() -> Result<(), Error> {
     let server = TestServer::start().await?;
     let client = Client::from_kubeconfig_yaml(&server.kubeconfig())?;
@@ -130,7 +131,8 @@ async fn reconcile(
     if annotation(&cm) == Some(want) {
         return Ok(());
     }
-    let patch = serde_json::json!({"metadata": {"annotations": {ANNOTATION: want.to_string()}}});
+    let patch =
+        kcontrol::serde_json::json!({"metadata": {"annotations": {ANNOTATION: want.to_string()}}});
     api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
         .await?;
     Ok(())

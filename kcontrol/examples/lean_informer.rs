@@ -3,17 +3,18 @@
 //! only the fields read, and metadata only.
 //!
 //! ```text
-//! cargo run -p kcontrol --example lean_informer
+//! cargo run -p kcontrol --features testserver --example lean_informer
 //! ```
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol::indexer::compact::{CompactConfigMap, CompactMap};
 use kcontrol::indexer::labels::Selector;
+use kcontrol::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol::lean_resource;
 use kcontrol::prelude::*;
-use kcontrol_testserver::TestServer;
+use kcontrol::serde_json;
+use kcontrol::testserver::TestServer;
 
 lean_resource! {
     /// A ConfigMap as this program reads it: metadata and `data`, nothing else.
@@ -34,7 +35,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 // An example prints its result.
 #[allow(clippy::print_stdout)]
-#[tokio::main]
+#[tokio::main(crate = "kcontrol::tokio")]
 async fn main() -> Result<(), Error> {
     let server = TestServer::start().await?;
     let client = Client::from_kubeconfig_yaml(&server.kubeconfig())?;

@@ -1,7 +1,8 @@
 //! [`Error`]: every kcontrol layer's error in one type, so a controller's
 //! own functions can return [`Result`] and use `?` on whatever they call —
 //! the client, the event recorder, the store, the informers and their
-//! factory, the cache-sync wait, leader election.
+//! factory, the cache-sync wait, leader election, controllers and their
+//! manager, operator flags, CRDs.
 
 use crate::{client, controller, deltafifo, indexer, informer, reflector, workqueue};
 
@@ -60,6 +61,28 @@ pub enum Error {
     /// Leader election failed.
     #[error(transparent)]
     LeaderElection(#[from] controller::LeaderElectionError),
+    /// An awaited event was not written.
+    #[error(transparent)]
+    Publish(#[from] client::events::PublishError),
+    /// A controller stopped with an error.
+    #[error(transparent)]
+    Controller(#[from] controller::ControllerError),
+    /// A manager stopped with an error.
+    #[error(transparent)]
+    Manager(#[from] controller::ManagerError),
+    /// The operator flags could not set up the client or the manager.
+    #[error(transparent)]
+    Args(#[from] controller::ArgsError),
+    /// A CRD could not be printed or installed.
+    #[error(transparent)]
+    Crd(#[from] controller::crd::CrdError),
+    /// A value did not convert to or from JSON (an object built with
+    /// `serde_json::json!`).
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// Reading or writing a file or a stream failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// `Result` with kcontrol's [`Error`].

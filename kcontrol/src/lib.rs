@@ -8,13 +8,24 @@
 //! `examples/first_controller.rs` is a whole controller (informer →
 //! handler → rate-limited queue → two workers → writes through the API),
 //! run against the in-process test API server:
-//! `cargo run -p kcontrol --example first_controller`.
+//! `cargo run -p kcontrol --features testserver --example first_controller`.
 //!
 //! The same with the controller layer ([`controller::Controller`]: a
 //! builder, a reconciler returning an [`controller::Action`], workers and
 //! graceful shutdown included) is `kcontrol-controller`'s example
 //! `configmap_to_secret.rs` (100 lines):
 //! `cargo run -p kcontrol-controller --example configmap_to_secret -- --embedded`.
+//!
+//! # Write an operator
+//!
+//! `kcontrol-controller`'s example `operator.rs` is a whole operator in a
+//! page, importing `kcontrol` alone: a custom resource whose CRD comes
+//! from its Rust type ([`resource`], [`schema`]), owning a Deployment and a
+//! Service through writes that do nothing at steady state
+//! (`ctx.apply_owned`), status conditions, a finalizer recording an
+//! awaited Event, metrics and health by default, and the usual flags
+//! ([`controller::Args`]):
+//! `cargo run --release -p kcontrol-controller --example operator -- --embedded`.
 //!
 //! This crate re-exports the kcontrol crates under one name, so a
 //! controller depends on `kcontrol` alone:
@@ -33,6 +44,10 @@
 //! server into a DeltaFIFO; the informer pops it into a thread-safe indexed
 //! store and calls event handlers; handlers enqueue `namespace/name` keys on
 //! a rate-limited work queue drained by workers that reconcile.
+//!
+//! Docs across the crates cite behaviour contracts by id (`WQ3`, `RF7`,
+//! `CT14`...): each is defined, with the tests that prove it, in
+//! [`design`] (the project's DESIGN.md).
 //!
 //! # Example
 //!
@@ -95,6 +110,10 @@
 //! # }
 //! ```
 
+// `#[resource]` and `#[schema]` expand to paths under `::kcontrol`, which
+// must resolve inside this crate too (its unit tests).
+extern crate self as kcontrol;
+
 pub use kcontrol_client as client;
 pub use kcontrol_controller as controller;
 pub use kcontrol_deltafifo as deltafifo;
@@ -120,6 +139,55 @@ pub use tokio_util::sync::CancellationToken;
 
 /// The `k8s-openapi` crate kcontrol's typed objects come from (feature `v1_33`).
 pub use kcontrol_indexer::k8s_openapi;
+
+/// Makes the custom resource type of a spec struct and its CRD
+/// (kube-derive's `CustomResource` with kcontrol's crate paths; see
+/// [`kcontrol_derive::resource`]).
+pub use kcontrol_derive::resource;
+/// Derives what a type inside a custom resource needs (`Serialize`,
+/// `Deserialize`, `JsonSchema`, `Clone`, `Debug`; see
+/// [`kcontrol_derive::schema`]).
+pub use kcontrol_derive::schema;
+
+/// clap, for flattening [`Args`](controller::Args) into an operator's parser
+/// (`use kcontrol::clap;` lets `#[derive(clap::Parser)]` find it).
+pub use clap;
+/// kube-rs's object model (`Resource`, `CustomResourceExt`), which
+/// kcontrol's [`Object`](indexer::Object) and
+/// [`TypedResource`](indexer::TypedResource) are implemented over: types
+/// from kube-derive's `#[derive(CustomResource)]` work in kcontrol's
+/// informers, listers and controllers unchanged.
+pub use kube_core;
+/// The JSON Schema generator CRD schemas come from.
+pub use schemars;
+/// serde, for the derives `#[resource]` and `#[schema]` add.
+pub use serde;
+/// serde_json, for the CRD schema kube-derive builds.
+pub use serde_json;
+/// tokio, the runtime kcontrol runs on
+/// (`#[tokio::main(crate = "kcontrol::tokio")]`).
+pub use tokio;
+
+/// The in-process test API server (feature `testserver`).
+#[cfg(feature = "testserver")]
+pub use kcontrol_testserver as testserver;
+
+/// What the macros expand to; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use kube_derive::CustomResource;
+}
+
+/// The design: layout, data flow, and the numbered behaviour contracts
+/// (workqueue `WQ`, indexer `IX`, deltafifo `DF`, reflector `RF`, informer
+/// `IN`, controller `CT`, health `HL`, leader election `LE`, sharding `SH`,
+/// protobuf `PB`, webhooks `WH`...) that other pages cite by id, each with
+/// the tests that prove it. This page is DESIGN.md, so its code blocks are
+/// compiled as doc tests too. (Built for rustdoc only: the compiler and
+/// clippy need not read a thousand lines of prose.)
+#[cfg(any(doc, doctest))]
+#[doc = include_str!("../../DESIGN.md")]
+pub mod design {}
 
 /// README.md's Rust code blocks, compiled as doc tests (`cargo test -p
 /// kcontrol --doc`), so the front page cannot drift from the API.

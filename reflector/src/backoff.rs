@@ -15,7 +15,9 @@
 //!   `[0, backoff × jitter)`, instead of the backoff plus that random
 //!   part: the same spread as client-go's, so returning clients come back
 //!   no denser than client-go's, without the grown backoff in front;
-//!   once per outage.
+//!   once per outage, and once per backoff period: a server that flaps
+//!   (up, down again before the backoff starts over) gets client-go's full
+//!   steps from its second return on.
 //!
 //! Neither resets the backoff on a success: it starts over only after
 //! `reset_after` without a backoff step (client-go's "2 minutes without
@@ -72,6 +74,8 @@ pub(crate) struct Backoff {
     base: Duration,
     /// When the last wait was handed out.
     last: Option<Instant>,
+    /// How many times the backoff started over (after a quiet period).
+    period: u64,
 }
 
 impl Backoff {
@@ -80,16 +84,28 @@ impl Backoff {
             base: config.initial,
             config,
             last: None,
+            period: 0,
         }
+    }
+
+    /// Whether a step at `now` starts the backoff over.
+    fn resets_at(&self, now: Instant) -> bool {
+        self.last
+            .is_some_and(|last| now.saturating_duration_since(last) > self.config.reset_after)
+    }
+
+    /// The backoff period a step at `now` belongs to: a new one once it
+    /// starts over.
+    fn period_at(&self, now: Instant) -> u64 {
+        self.period + u64::from(self.resets_at(now))
     }
 
     /// The base of the step at `now` (back to `initial` when more than
     /// `reset_after` passed since the last step), and the base after it.
     fn advance(&mut self, now: Instant) -> Duration {
-        if let Some(last) = self.last {
-            if now.saturating_duration_since(last) > self.config.reset_after {
-                self.base = self.config.initial;
-            }
+        if self.resets_at(now) {
+            self.base = self.config.initial;
+            self.period += 1;
         }
         self.last = Some(now);
         let base = self.base.min(self.config.max);
@@ -135,6 +151,8 @@ pub(crate) struct Pacing {
     /// The server was unreachable or asked for waits since a watch last
     /// delivered an event (or the last spread relist).
     outage: bool,
+    /// The backoff period of the last spread relist: one per period.
+    spread_period: Option<u64>,
 }
 
 impl Pacing {
@@ -143,6 +161,7 @@ impl Pacing {
             preset,
             backoff: Backoff::new(config),
             outage: false,
+            spread_period: None,
         }
     }
 
@@ -172,11 +191,21 @@ impl Pacing {
                 self.outage = true;
                 self.backoff.next_delay_with(now, r).max(asked)
             }
-            (PacingPreset::Kcontrol, Failure::Expired) if std::mem::take(&mut self.outage) => {
+            (PacingPreset::Kcontrol, Failure::Expired) if self.spreads_at(now) => {
+                self.outage = false;
+                self.spread_period = Some(self.backoff.period_at(now));
                 self.backoff.next_spread_with(now, r)
             }
             _ => self.backoff.next_delay_with(now, r),
         }
+    }
+
+    /// Whether a 410 at `now` relists after a spread rather than a full
+    /// step: after an outage, and not twice in one backoff period (a
+    /// flapping server: the first return is spread, the next ones wait
+    /// client-go's full steps).
+    fn spreads_at(&self, now: Instant) -> bool {
+        self.outage && self.spread_period != Some(self.backoff.period_at(now))
     }
 
     /// A request was answered with a wait to honour before sending it

@@ -114,6 +114,21 @@ impl ReflectorError {
         }
     }
 
+    /// The failure for a person: its message, and for a 404 on a list or
+    /// watch that the API server does not serve the resource (a CRD not
+    /// installed, a kind the server does not have).
+    pub fn describe(&self) -> String {
+        let not_served = match self {
+            Self::List(e) | Self::WatchStart(e) => e.is_not_found(),
+            _ => false,
+        };
+        if not_served {
+            format!("{self} (404: the API server does not serve this resource; is it installed?)")
+        } else {
+            self.to_string()
+        }
+    }
+
     /// Whether the FIFO was closed (the reflector stops).
     pub fn is_fifo_closed(&self) -> bool {
         matches!(self, Self::Fifo(FifoError::Closed))
@@ -185,9 +200,7 @@ impl ReflectorError {
             Some(e) if is_unreachable(e) => RestartCause::Unreachable,
             Some(e) if e.is_too_many_requests() => RestartCause::TooManyRequests,
             Some(e) if e.api_error().is_some_and(|a| a.code() >= 500) => RestartCause::ServerError,
-            Some(ClientError::Decode { .. } | ClientError::FrameTooLarge { .. }) => {
-                RestartCause::BadData
-            }
+            Some(e) if is_bad_data(e) => RestartCause::BadData,
             _ => RestartCause::Other,
         }
     }
@@ -218,6 +231,17 @@ fn is_unreachable(e: &ClientError) -> bool {
     matches!(e, ClientError::Connect { .. } | ClientError::Transport(_))
 }
 
+/// Whether the answer arrived but could not be decoded, in either
+/// encoding (RF7: watch again unless it keeps happening).
+fn is_bad_data(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Decode { .. }
+            | ClientError::DecodeProtobuf { .. }
+            | ClientError::FrameTooLarge { .. }
+    )
+}
+
 /// How to recover from a watch request that failed before streaming.
 fn start_recovery(e: &ClientError, preset: PacingPreset) -> Recovery {
     match preset {
@@ -246,10 +270,7 @@ fn client_recovery(e: &ClientError) -> Recovery {
         // client retries those itself); 5xx (504 "too large
         // resourceVersion" too) and the rest relist
         Recovery::Rewatch
-    } else if matches!(
-        e,
-        ClientError::Decode { .. } | ClientError::FrameTooLarge { .. }
-    ) {
+    } else if is_bad_data(e) {
         Recovery::RewatchUnlessRepeated
     } else {
         Recovery::Relist
@@ -356,6 +377,23 @@ mod tests {
             ReflectorError::Watch(decode).watch_recovery(PacingPreset::Kcontrol),
             Recovery::RewatchUnlessRepeated
         );
+        // the same for a frame that does not decode in protobuf (it
+        // relisted at once while only the JSON error was recognised)
+        let decode = protobuf_error();
+        assert!(
+            matches!(decode, ClientError::DecodeProtobuf { .. }),
+            "{decode}"
+        );
+        let err = ReflectorError::Watch(decode);
+        assert_eq!(
+            err.watch_recovery(PacingPreset::Kcontrol),
+            Recovery::RewatchUnlessRepeated
+        );
+        assert_eq!(err.restart_cause(), RestartCause::BadData);
+    }
+
+    fn protobuf_error() -> ClientError {
+        kcontrol_client::watch::decode_protobuf_event::<Status>(b"\x0a\xff").unwrap_err()
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_client::ResourceVersionMatch;
+use kcontrol_client::{Bookmark, ResourceVersionMatch};
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::{
     ApiResource, DynamicObject, KubeObject, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
@@ -26,7 +26,7 @@ use crate::backoff::Pacing;
 use crate::config::ReflectorConfig;
 use crate::error::ReflectorError;
 use crate::lister_watcher::{ListerWatcher, WatchEventStream};
-use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause};
+use crate::metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause, WatchEventType};
 
 /// How often a running reflector checks whether its FIFO was closed.
 const CLOSED_CHECK_PERIOD: Duration = Duration::from_millis(500);
@@ -54,6 +54,8 @@ pub(crate) struct SyncState {
     /// What ended the last watch, or made it fail to start (the next
     /// watch's restart cause).
     pub(crate) watch_end_cause: Option<RestartCause>,
+    /// The last list or watch failure, described, until a list succeeds.
+    pub(crate) last_error: Option<String>,
 }
 
 /// Whether resourceVersion `a` is newer than `b`. Versions are opaque to
@@ -194,6 +196,14 @@ where
     /// `None` before the first sync.
     pub fn last_sync_resource_version(&self) -> Option<String> {
         self.state.lock().last_sync_rv.clone()
+    }
+
+    /// The last list or watch failure since the last successful list (or
+    /// WatchList sync), described for a person: `None` while healthy. A
+    /// resource the server does not serve (404) says so, which is what a
+    /// cache that never syncs usually means (a CRD not installed).
+    pub fn last_error(&self) -> Option<String> {
+        self.state.lock().last_error.clone()
     }
 
     /// The reflector's name.
@@ -364,6 +374,7 @@ where
             let mut state = self.state.lock();
             state.last_rv_unavailable = false;
             state.synced_once = true;
+            state.last_error = None;
             state.delivered_floor.take().is_some()
         };
         if was_incomplete {
@@ -428,6 +439,7 @@ where
     /// of failures that end a ListAndWatch iteration.
     pub(crate) fn note_retry(&self, error: &ReflectorError) {
         self.metrics.failure();
+        self.state.lock().last_error = Some(error.describe());
         tracing::debug!(reflector = %self.config.name, %error, "retrying");
     }
 
@@ -435,6 +447,7 @@ where
     /// handler, the log and the metrics.
     pub(crate) fn report(&self, error: &ReflectorError) {
         self.metrics.failure();
+        self.state.lock().last_error = Some(error.describe());
         if error.is_expired() {
             tracing::debug!(reflector = %self.config.name, %error, "resourceVersion expired");
         } else {
@@ -467,6 +480,20 @@ where
             Some(types) => {
                 self.check_type_meta(expected, Some(&types.api_version), Some(&types.kind))
             }
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a bookmark and rejects one that names another resource's type
+    /// (a dynamic reflector's check; typed objects check when they decode).
+    pub(crate) fn accept_bookmark(&self, bookmark: &Bookmark) -> Result<(), ReflectorError> {
+        self.metrics.watch_event(WatchEventType::Bookmark);
+        match &self.expected {
+            Some(expected) => self.check_type_meta(
+                expected,
+                bookmark.api_version.as_deref(),
+                bookmark.kind.as_deref(),
+            ),
             None => Ok(()),
         }
     }

@@ -167,14 +167,7 @@ where
                 rv
             }
             WatchEvent::Bookmark(bookmark) => {
-                self.metrics.watch_event(WatchEventType::Bookmark);
-                if let Some(expected) = &self.expected {
-                    self.check_type_meta(
-                        expected,
-                        bookmark.api_version.as_deref(),
-                        bookmark.kind.as_deref(),
-                    )?;
-                }
+                self.accept_bookmark(&bookmark)?;
                 Some(bookmark.metadata.resource_version)
             }
             WatchEvent::Error(status) => {

@@ -113,14 +113,7 @@ where
                     items += 1;
                 }
                 WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
-                    self.metrics.watch_event(WatchEventType::Bookmark);
-                    if let Some(expected) = &self.expected {
-                        self.check_type_meta(
-                            expected,
-                            bookmark.api_version.as_deref(),
-                            bookmark.kind.as_deref(),
-                        )?;
-                    }
+                    self.accept_bookmark(&bookmark)?;
                     let rv = bookmark.metadata.resource_version;
                     if rv.is_empty() {
                         return Err(ReflectorError::MissingResourceVersion(
@@ -138,16 +131,7 @@ where
                 // ones) send changes and plain bookmarks among the initial
                 // events: applied, as client-go applies them to its
                 // temporary store
-                WatchEvent::Bookmark(bookmark) => {
-                    self.metrics.watch_event(WatchEventType::Bookmark);
-                    if let Some(expected) = &self.expected {
-                        self.check_type_meta(
-                            expected,
-                            bookmark.api_version.as_deref(),
-                            bookmark.kind.as_deref(),
-                        )?;
-                    }
-                }
+                WatchEvent::Bookmark(bookmark) => self.accept_bookmark(&bookmark)?,
                 WatchEvent::Modified(obj) => {
                     self.metrics.watch_event(WatchEventType::Modified);
                     let delivered = obj.resource_version().map(str::to_owned);

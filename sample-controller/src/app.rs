@@ -4,13 +4,10 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::error::ErrorKind;
 use clap::Parser;
 use kcontrol_client::Client;
-use parking_lot::Mutex;
-use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{client_config, Args, CliError};
@@ -129,8 +126,8 @@ pub(crate) async fn metrics(
     let Some(addr) = args.metrics_addr else {
         return Ok(None);
     };
-    let registry: SharedRegistry = Arc::new(Mutex::new(Registry::default()));
-    let health = Health::with_registry(Arc::clone(&registry));
+    let registry = SharedRegistry::new();
+    let health = Health::with_registry(registry.clone());
     let bound = health
         .serve(addr, stop.clone())
         .await
@@ -160,6 +157,8 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     let served = metrics(args, &server_stop).await?;
     let mut options = options(args, args.namespace.clone(), served);
     options.leader_election = leader_election;
+    options.sharding = args.sharding()?;
+    options.reconcile_log.clone_from(&args.reconcile_log);
     let controller = Controller::new(client, options).map_err(|e| CliError::Run(e.to_string()))?;
     controller
         .run(shutdown)
@@ -168,6 +167,11 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     if controller.lost_leadership() {
         return Err(CliError::Run(
             "leader election lost: the Lease was not renewed in time".to_owned(),
+        ));
+    }
+    if controller.lost_membership() {
+        return Err(CliError::Run(
+            "ring membership lost: the member Lease was not renewed in time".to_owned(),
         ));
     }
     Ok(())

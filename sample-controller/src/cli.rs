@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use kcontrol_client::{Config, ConfigError, KubeconfigOptions, RateLimit};
-use kcontrol_controller::LeaderElectionConfig;
+use kcontrol_controller::{LeaderElectionConfig, ShardingConfig};
 
 /// client-go's default client-side rate limit.
 pub const DEFAULT_QPS: f64 = 5.0;
@@ -123,6 +123,29 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: Duration,
 
+    /// Shard the Foos across the replicas running with this ring name: each
+    /// holds a member Lease, caches and reconciles only the Foos (and
+    /// Deployments) labelled with its member name; the replica elected on
+    /// the Lease `<ring>-sharder` assigns them. Lease timings: the
+    /// --leader-elect-* durations.
+    #[arg(long, value_name = "RING", conflicts_with_all = ["leader_elect", "embedded"])]
+    pub shard_ring: Option<String>,
+
+    /// The namespace of the ring's Leases (default: --namespace, else "default").
+    #[arg(long, value_name = "NS", requires = "shard_ring")]
+    pub shard_namespace: Option<String>,
+
+    /// This replica's member name in the ring (a DNS label; default: the
+    /// host name and a random suffix).
+    #[arg(long, value_name = "NAME", requires = "shard_ring")]
+    pub shard_member: Option<String>,
+
+    /// Append one line per reconcile to this file: `<replica> <key>
+    /// <start> <end>` (nanoseconds since the Unix epoch), for checking
+    /// that no key was reconciled by two replicas at once.
+    #[arg(long, value_name = "PATH")]
+    pub reconcile_log: Option<PathBuf>,
+
     /// Log lines as text or as JSON objects (one a line).
     #[arg(long, value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -175,6 +198,31 @@ impl Args {
         config.lease_duration = self.leader_elect_lease_duration;
         config.renew_deadline = self.leader_elect_renew_deadline;
         config.retry_period = self.leader_elect_retry_period;
+        config
+            .validate()
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        Ok(Some(config))
+    }
+
+    /// The sharding the flags ask for (`None` without `--shard-ring`); bad
+    /// names or durations are usage errors.
+    pub fn sharding(&self) -> Result<Option<ShardingConfig>, CliError> {
+        let Some(ring) = &self.shard_ring else {
+            return Ok(None);
+        };
+        let namespace = self
+            .shard_namespace
+            .clone()
+            .or_else(|| self.namespace.clone())
+            .unwrap_or_else(|| "default".to_owned());
+        let mut config = ShardingConfig::new(namespace, ring.clone()).lease_timings(
+            self.leader_elect_lease_duration,
+            self.leader_elect_renew_deadline,
+            self.leader_elect_retry_period,
+        );
+        if let Some(member) = &self.shard_member {
+            config = config.member(member.clone());
+        }
         config
             .validate()
             .map_err(|e| CliError::Usage(e.to_string()))?;

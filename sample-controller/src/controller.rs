@@ -15,6 +15,7 @@
 //! (syncs in flight finish, 30 s at most), the last events flushed, the
 //! Lease released.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,9 @@ use kcontrol_client::Client;
 use kcontrol_controller::handlers::EnqueueHandler;
 use kcontrol_controller::predicate::{Change, Predicate};
 use kcontrol_controller::workers::{run_workers_with, ShutdownReport, WorkerError, WorkerOptions};
-use kcontrol_controller::{Health, LeaderElectionConfig, LeaderElector};
+use kcontrol_controller::{
+    Health, LeaderElectionConfig, LeaderElector, ShardGate, Sharder, ShardingConfig, ShardingError,
+};
 use kcontrol_indexer::Lister;
 use kcontrol_informer::{
     BackoffConfig, HandlerRegistration, HasSynced, InformerFactory, SharedIndexInformer,
@@ -40,8 +43,11 @@ use crate::backend::ClusterBackend;
 use crate::deployment::LeanDeployment;
 use crate::foo::Foo;
 use crate::metrics::{ControllerCollector, SharedRegistry};
+use crate::reconcile_log::ReconcileLog;
 use crate::stats::ControllerStats;
 use crate::sync::SyncHandler;
+use k8s_openapi::api::apps::v1::Deployment;
+use kcontrol_indexer::{KubeObject, TypedResource};
 
 /// The name the controller reports events and metrics as.
 pub const CONTROLLER_NAME: &str = "sample-controller";
@@ -72,6 +78,10 @@ pub struct ControllerOptions {
     pub health: Option<Health>,
     /// Run the workers only while holding this Lease (`None`: always).
     pub leader_election: Option<LeaderElectionConfig>,
+    /// Reconcile only this replica's share of the Foos (`None`: all).
+    pub sharding: Option<ShardingConfig>,
+    /// Append a line per reconcile to this file (`--reconcile-log`).
+    pub reconcile_log: Option<PathBuf>,
 }
 
 impl Default for ControllerOptions {
@@ -84,6 +94,8 @@ impl Default for ControllerOptions {
             reflector_backoff: BackoffConfig::default(),
             health: None,
             leader_election: None,
+            sharding: None,
+            reconcile_log: None,
         }
     }
 }
@@ -103,6 +115,13 @@ pub enum ControllerError {
     /// The workers could not start.
     #[error(transparent)]
     Workers(#[from] WorkerError),
+    /// Sharding could not start (a bad configuration, or together with
+    /// leader election).
+    #[error(transparent)]
+    Sharding(#[from] ShardingError),
+    /// The reconcile log could not be opened.
+    #[error("opening the reconcile log: {0}")]
+    ReconcileLog(#[source] std::io::Error),
     /// `run` was called again: a controller runs once (its informers and
     /// queue are stopped after the first run).
     #[error("the controller has run already; build a new one to run again")]
@@ -124,6 +143,149 @@ pub struct Controller {
     elector: Option<Arc<LeaderElector>>,
     lost_leadership: AtomicBool,
     ran: AtomicBool,
+    client: Client,
+    sharding: Option<Sharded>,
+    lost_membership: AtomicBool,
+    log: Option<Arc<ReconcileLog>>,
+}
+
+/// A sharded controller's parts.
+struct Sharded {
+    config: ShardingConfig,
+    gate: ShardGate,
+    sharder: Sharder,
+}
+
+/// The queue of Foo keys, with its metrics in `registry`.
+fn foos_queue(registry: Option<&SharedRegistry>) -> RateLimitingQueue<String> {
+    let mut config = QueueConfig::new().name("foos");
+    if let Some(registry) = registry {
+        let provider = PrometheusMetricsProvider::new(&mut registry.lock());
+        config = config.metrics_provider(Arc::new(provider));
+    }
+    RateLimitingQueue::with_config(default_controller_rate_limiter(), config)
+}
+
+/// The informer factory: managedFields dropped before objects are cached
+/// (never read here, most of an object's size), in the namespace and (when
+/// sharded) the member's share the options name; sharding refuses leader
+/// election.
+fn informer_factory(
+    client: &Client,
+    options: &ControllerOptions,
+) -> Result<InformerFactory, ControllerError> {
+    let registry = options.registry.as_ref();
+    let mut factory = InformerFactory::builder(client.clone())
+        .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
+        .strip_managed_fields(true)
+        .backoff(options.reflector_backoff);
+    if let Some(namespace) = &options.namespace {
+        factory = factory.namespace(namespace.clone());
+    }
+    if let Some(sharding) = &options.sharding {
+        if options.leader_election.is_some() {
+            return Err(ShardingError::Config(
+                "sharding elects its sharder itself: leave leader election off".into(),
+            )
+            .into());
+        }
+        sharding.validate()?;
+        // this replica's share only: Foos and Deployments of its member
+        factory = factory.label_selector(sharding.selector());
+    }
+    if let Some(registry) = registry {
+        factory = factory.registry(&mut registry.lock());
+    }
+    Ok(factory.build())
+}
+
+impl Sharded {
+    /// The gate and the sharder of Foos (and the Deployments they own) for
+    /// the member `config` names.
+    fn new(client: &Client, config: ShardingConfig, namespace: Option<String>) -> Self {
+        let gate = ShardGate::new(&config);
+        let sharder = Sharder::new(client.clone(), config.clone())
+            .namespace(namespace)
+            .shard::<Foo>()
+            .owns::<Foo, Deployment>();
+        Self {
+            config,
+            gate,
+            sharder,
+        }
+    }
+}
+
+/// The reconcile log at `path`, if asked for, naming this replica (its
+/// shard member, else its process id).
+fn reconcile_log(
+    path: Option<&std::path::Path>,
+    sharding: Option<&Sharded>,
+) -> Result<Option<Arc<ReconcileLog>>, ControllerError> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let replica = sharding.map_or_else(
+        || format!("pid-{}", std::process::id()),
+        |s| s.config.member.clone(),
+    );
+    Ok(Some(Arc::new(
+        ReconcileLog::open(path, replica).map_err(ControllerError::ReconcileLog)?,
+    )))
+}
+
+/// The handlers that feed the queue: a Foo's adds and updates enqueue its
+/// key (resyncs included: the repair path; its deletion nothing, the
+/// garbage collector removes the Deployment); a Deployment's events enqueue
+/// the Foo controlling it, when that Foo is in the cache (handleObject).
+fn enqueue_handlers(
+    queue: &RateLimitingQueue<String>,
+    foos_informer: &Arc<SharedIndexInformer<Foo>>,
+    deployments_informer: &Arc<SharedIndexInformer<LeanDeployment>>,
+) -> Result<Vec<HandlerRegistration>, ControllerError> {
+    let not_deleted = Predicate::new(|change| !matches!(change, Change::Deleted(_)));
+    Ok(vec![
+        foos_informer.add_event_handler(
+            EnqueueHandler::for_object(queue.clone()).with_predicate(not_deleted),
+        )?,
+        deployments_informer.add_event_handler(EnqueueHandler::for_cached_owner::<Foo>(
+            queue.clone(),
+            foos_informer.lister(),
+        ))?,
+    ])
+}
+
+/// Readiness: both informers synced and both handlers caught up.
+fn add_readiness(
+    health: &Health,
+    foos_informer: &Arc<SharedIndexInformer<Foo>>,
+    deployments_informer: &Arc<SharedIndexInformer<LeanDeployment>>,
+    registrations: &[HandlerRegistration],
+) {
+    health.add_synced("informer-foos", Arc::clone(foos_informer) as _);
+    health.add_synced(
+        "informer-deployments",
+        Arc::clone(deployments_informer) as _,
+    );
+    for (name, registration) in ["handler-foos", "handler-deployments"]
+        .into_iter()
+        .zip(registrations)
+    {
+        health.add_synced(name, Arc::new(registration.clone()));
+    }
+}
+
+/// The leader elector `config` describes, with its metrics in `registry`.
+fn leader_elector(
+    client: &Client,
+    config: LeaderElectionConfig,
+    registry: Option<&SharedRegistry>,
+) -> Result<Arc<LeaderElector>, ControllerError> {
+    let mut elector = LeaderElector::new(client.clone(), config)?;
+    if let Some(registry) = registry {
+        elector = elector.with_registry(&mut registry.lock());
+    }
+    Ok(Arc::new(elector))
 }
 
 impl std::fmt::Debug for Controller {
@@ -146,46 +308,24 @@ impl Controller {
             kcontrol_controller::metrics::register_client_metrics(&client, &mut registry.lock());
         }
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
-        let mut config = QueueConfig::new().name("foos");
-        if let Some(registry) = registry {
-            let provider = PrometheusMetricsProvider::new(&mut registry.lock());
-            config = config.metrics_provider(Arc::new(provider));
-        }
-        let queue = RateLimitingQueue::with_config(default_controller_rate_limiter(), config);
-
-        // informers from one factory; managedFields dropped before objects
-        // are cached (never read here, most of an object's size), and
-        // Deployments cached lean: metadata, replicas and two status
-        // fields, not the pod template (the writes build full Deployments)
-        let mut factory = InformerFactory::builder(client.clone())
-            .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
-            .strip_managed_fields(true)
-            .backoff(options.reflector_backoff);
-        if let Some(namespace) = &options.namespace {
-            factory = factory.namespace(namespace.clone());
-        }
-        if let Some(registry) = registry {
-            factory = factory.registry(&mut registry.lock());
-        }
-        let factory = factory.build();
+        let queue = foos_queue(registry);
+        let factory = informer_factory(&client, &options)?;
         let foos_informer = factory.informer::<Foo>();
         let deployments_informer = factory.informer::<LeanDeployment>();
-
-        // a Foo's adds and updates enqueue its key (resyncs included: the
-        // repair path; its deletion nothing, the garbage collector removes
-        // the Deployment); a Deployment's events enqueue the Foo
-        // controlling it, when that Foo is in the cache (handleObject)
-        let not_deleted = Predicate::new(|change| !matches!(change, Change::Deleted(_)));
-        let registrations = vec![
+        let registrations = enqueue_handlers(&queue, &foos_informer, &deployments_informer)?;
+        let sharding = options
+            .sharding
+            .map(|config| Sharded::new(&client, config, options.namespace.clone()));
+        if let Some(sharded) = &sharding {
+            // drains of this member's Foos are acknowledged once no sync
+            // of the key is in flight
             foos_informer.add_event_handler(
-                EnqueueHandler::for_object(queue.clone()).with_predicate(not_deleted),
-            )?,
-            deployments_informer.add_event_handler(EnqueueHandler::for_cached_owner::<Foo>(
-                queue.clone(),
-                foos_informer.lister(),
-            ))?,
-        ];
-
+                sharded
+                    .gate
+                    .drain_handler::<Foo>(client.clone(), Foo::api_resource()),
+            )?;
+        }
+        let log = reconcile_log(options.reconcile_log.as_deref(), sharding.as_ref())?;
         let backend = ClusterBackend::new(
             foos_informer.lister(),
             deployments_informer.lister(),
@@ -206,27 +346,16 @@ impl Controller {
             workers.stats().register(CONTROLLER_NAME, &mut registry);
         }
         if let Some(health) = &options.health {
-            health.add_synced("informer-foos", Arc::clone(&foos_informer) as _);
-            health.add_synced(
-                "informer-deployments",
-                Arc::clone(&deployments_informer) as _,
+            add_readiness(
+                health,
+                &foos_informer,
+                &deployments_informer,
+                &registrations,
             );
-            for (name, registration) in ["handler-foos", "handler-deployments"]
-                .into_iter()
-                .zip(&registrations)
-            {
-                health.add_synced(name, Arc::new(registration.clone()));
-            }
         }
         let elector = match options.leader_election {
             None => None,
-            Some(config) => {
-                let mut elector = LeaderElector::new(client, config)?;
-                if let Some(registry) = registry {
-                    elector = elector.with_registry(&mut registry.lock());
-                }
-                Some(Arc::new(elector))
-            }
+            Some(config) => Some(leader_elector(&client, config, registry)?),
         };
         Ok(Self {
             factory,
@@ -241,6 +370,10 @@ impl Controller {
             elector,
             lost_leadership: AtomicBool::new(false),
             ran: AtomicBool::new(false),
+            client,
+            sharding,
+            lost_membership: AtomicBool::new(false),
+            log,
         })
     }
 
@@ -287,6 +420,18 @@ impl Controller {
         self.lost_leadership.load(Ordering::SeqCst)
     }
 
+    /// Whether this replica lost its ring membership (its member Lease was
+    /// not renewed in time: it stopped reconciling and [`Controller::run`]
+    /// returned).
+    pub fn lost_membership(&self) -> bool {
+        self.lost_membership.load(Ordering::SeqCst)
+    }
+
+    /// The shard gate, when sharded.
+    pub fn shard_gate(&self) -> Option<&ShardGate> {
+        self.sharding.as_ref().map(|s| &s.gate)
+    }
+
     /// The leader elector, with `--leader-elect`.
     pub fn leader_elector(&self) -> Option<&Arc<LeaderElector>> {
         self.elector.as_ref()
@@ -299,11 +444,31 @@ impl Controller {
         stop: &CancellationToken,
     ) -> JoinHandle<Result<ShutdownReport, WorkerError>> {
         let handler = Arc::clone(&self.handler);
+        let gate = self.sharding.as_ref().map(|s| s.gate.clone());
+        let log = self.log.clone();
+        let foos = self.foos();
         let sync = move |key: String| {
             let handler = Arc::clone(&handler);
+            // sharded: only while this replica owns the Foo, undrained
+            let admitted = gate.as_ref().map(|gate| {
+                let foo = foos.store().get_by_key(&key);
+                gate.enter(&key, foo.as_ref().map(|f| f.labels()))
+            });
+            let log = log.clone();
             async move {
+                let in_flight = match admitted {
+                    Some(None) => return Ok(()),
+                    Some(Some(in_flight)) => Some(in_flight),
+                    None => None,
+                };
+                let start = crate::reconcile_log::now_nanos();
                 let span = tracing::info_span!("sync", key = %key);
-                let outcome = handler.sync(&key).instrument(span).await?;
+                let outcome = handler.sync(&key).instrument(span).await;
+                if let Some(log) = &log {
+                    log.record(&key, start, crate::reconcile_log::now_nanos());
+                }
+                drop(in_flight);
+                let outcome = outcome?;
                 tracing::trace!(%key, ?outcome, "synced");
                 Ok::<(), crate::sync::SyncError>(())
             }
@@ -331,6 +496,32 @@ impl Controller {
         if self.ran.swap(true, Ordering::SeqCst) {
             return Err(ControllerError::AlreadyRun);
         }
+        let Some(sharded) = &self.sharding else {
+            return self.run_replica(shutdown).await;
+        };
+        let ran = kcontrol_controller::sharding::run_sharded(
+            self.client.clone(),
+            sharded.config.clone(),
+            sharded.sharder.clone(),
+            sharded.gate.clone(),
+            shutdown,
+            |stop| self.run_replica(stop),
+        )
+        .await;
+        match ran {
+            Ok(Some(result)) => result,
+            Ok(None) => Ok(()),
+            Err(ShardingError::Membership(e)) => {
+                tracing::error!(error = %e, "ring membership lost");
+                self.lost_membership.store(true, Ordering::SeqCst);
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// [`run`](Self::run) of one replica (sharded or not).
+    async fn run_replica(&self, shutdown: CancellationToken) -> Result<(), ControllerError> {
         let informers_stop = CancellationToken::new();
         let synced = match self.factory.start(&informers_stop) {
             Ok(()) => self.wait_for_caches(&shutdown).await,

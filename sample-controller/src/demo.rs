@@ -5,6 +5,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kcontrol_client::Client;
+use kcontrol_testserver::{Counters, TestServer};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{metrics, options};
@@ -18,20 +20,7 @@ use crate::embedded::{self, Progress, DEMO_NAMESPACE};
 pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
     let started = Instant::now();
     let run_error = |e: &dyn std::fmt::Display| CliError::Run(e.to_string());
-    let server = embedded::start_server().await.map_err(|e| run_error(&e))?;
-    let client = embedded::client_for(&server, args.rate_limit()).map_err(|e| run_error(&e))?;
-    crate::artifacts::install_foo_crd(&client, Duration::from_secs(30))
-        .await
-        .map_err(|e| run_error(&e))?;
-    let count = args.foo_count();
-    say(&format!(
-        "In-process API server at {} with the Foo CRD; creating {count} Foo{}...",
-        server.url(),
-        if count == 1 { "" } else { "s" }
-    ));
-    embedded::create_foos(&client, count)
-        .await
-        .map_err(|e| run_error(&e))?;
+    let (server, client) = seeded_server(args).await?;
 
     // the first SIGINT/SIGTERM shuts down gracefully, a second exits
     let shutdown = kcontrol_controller::signals::shutdown_on_signal()
@@ -64,17 +53,7 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
         Err(e) => return Err(CliError::Run(format!("controller task: {e}"))),
     }
     let counters = server.counters();
-    let writes: u64 = ["create", "update", "patch", "delete"]
-        .iter()
-        .map(|verb| {
-            counters
-                .by_verb_resource
-                .iter()
-                .filter(|((v, _), _)| v == verb)
-                .map(|(_, n)| n)
-                .sum::<u64>()
-        })
-        .sum();
+    let writes = write_count(&counters);
     server.shutdown().await;
     match outcome {
         Watch::Synced(p) => {
@@ -99,6 +78,42 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
             p.lagging.join("; ")
         ))),
     }
+}
+
+/// The in-process API server with the Foo CRD and `--foos` Foos, and a
+/// client of it.
+async fn seeded_server(args: &Args) -> Result<(TestServer, Client), CliError> {
+    let run_error = |e: &dyn std::fmt::Display| CliError::Run(e.to_string());
+    let server = embedded::start_server().await.map_err(|e| run_error(&e))?;
+    let client = embedded::client_for(&server, args.rate_limit()).map_err(|e| run_error(&e))?;
+    crate::artifacts::install_foo_crd(&client, Duration::from_secs(30))
+        .await
+        .map_err(|e| run_error(&e))?;
+    let count = args.foo_count();
+    say(&format!(
+        "In-process API server at {} with the Foo CRD; creating {count} Foo{}...",
+        server.url(),
+        if count == 1 { "" } else { "s" }
+    ));
+    embedded::create_foos(&client, count)
+        .await
+        .map_err(|e| run_error(&e))?;
+    Ok((server, client))
+}
+
+/// The write requests (create, update, patch, delete) the server served.
+fn write_count(counters: &Counters) -> u64 {
+    ["create", "update", "patch", "delete"]
+        .iter()
+        .map(|verb| {
+            counters
+                .by_verb_resource
+                .iter()
+                .filter(|((v, _), _)| v == verb)
+                .map(|(_, n)| n)
+                .sum::<u64>()
+        })
+        .sum()
 }
 
 /// How watching the demo ended.

@@ -134,11 +134,20 @@ pub fn labels(foo: &Foo) -> BTreeMap<String, String> {
 /// namespace, `spec.replicas` pods of nginx, owned by the Foo.
 pub fn new_deployment(foo: &Foo) -> Deployment {
     let labels = labels(foo);
+    // sharded: the Deployment is created in its Foo's shard, so that the
+    // replica reconciling the Foo caches it at once
+    let mut own_labels = labels.clone();
+    own_labels.extend(
+        foo.labels()
+            .iter()
+            .filter(|(k, _)| k.starts_with(kcontrol_controller::sharding::SHARD_LABEL_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     Deployment {
         metadata: ObjectMeta {
             name: Some(foo.spec.deployment_name.clone()),
             namespace: foo.namespace().map(str::to_owned),
-            labels: Some(labels.clone()),
+            labels: Some(own_labels),
             // the controller reference, with blockOwnerDeletion: a foreground
             // deletion of the Foo waits for the Deployment
             owner_references: Some(vec![new_controller_ref(foo)]),

@@ -80,6 +80,7 @@ pub mod deployment;
 pub mod embedded;
 pub mod foo;
 pub mod metrics;
+pub mod reconcile_log;
 mod stats;
 pub mod sync;
 

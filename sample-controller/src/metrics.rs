@@ -137,7 +137,7 @@ mod tests {
             counters,
             recorder: Recorder::new(client, "test").unwrap(),
         }));
-        let registry = Arc::new(parking_lot::Mutex::new(registry));
+        let registry = SharedRegistry::from(registry);
         let shutdown = CancellationToken::new();
         let addr = kcontrol_controller::Health::with_registry(registry)
             .serve("127.0.0.1:0".parse().unwrap(), shutdown.clone())

@@ -140,20 +140,13 @@ fn sigterm_shuts_down_gracefully_with_exit_0() {
         .status()
         .unwrap();
     assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still running 60 s after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(exit.code(), Some(0), "{stderr}");
+    let out = kcontrol_testserver::wait_with_output_within(
+        "the controller to exit after SIGTERM",
+        Duration::from_secs(60),
+        child,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("SIGTERM"), "{stderr}");
     assert!(stderr.contains("controller stopped"), "{stderr}");
 }

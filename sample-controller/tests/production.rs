@@ -6,53 +6,28 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::Duration;
 
 use kcontrol_client::{Client, RateLimit};
-use kcontrol_testserver::{TestServer, Verb};
+use kcontrol_testserver::{eventually_within, try_eventually_within, TestServer, Verb};
 use sample_controller::embedded::{client_for, demo_foo};
 use sample_controller::Foo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::time::Instant;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_sample-controller");
-const SAFETY: Duration = Duration::from_secs(90);
+mod support;
+
+use support::{Replica, BINARY, SAFETY};
+
 const LEASE: &str = "sample-controller";
 
-/// A running replica, its stderr collected line by line.
-struct Replica {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-}
-
 impl Replica {
-    fn spawn(kubeconfig: &Path, args: &[&str]) -> Self {
-        let mut child = Command::new(BINARY)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .args(["--namespace", "default", "--resync-period", "0"])
-            .args(["--qps", "200", "--burst", "400"])
-            .args(args)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting sample-controller");
-        let stderr = child.stderr.take().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&lines);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Self { child, lines }
+    fn spawn(kubeconfig: &Path, name: &str, args: &[&str]) -> Self {
+        let mut command = support::command(kubeconfig, 200, 400);
+        command.args(args).env("RUST_LOG", "info");
+        Self::start(name, command)
     }
 
     fn leader(kubeconfig: &Path, identity: &str, metrics: bool) -> Self {
@@ -70,33 +45,7 @@ impl Replica {
         if metrics {
             args.extend(["--metrics-addr", "127.0.0.1:0"]);
         }
-        Self::spawn(kubeconfig, &args)
-    }
-
-    fn stderr(&self) -> String {
-        self.lines.lock().unwrap().join("\n")
-    }
-
-    /// Waits for a stderr line containing every one of `parts`.
-    async fn wait_for_line(&self, parts: &[&str]) -> String {
-        let deadline = Instant::now() + SAFETY;
-        loop {
-            if let Some(line) = self
-                .lines
-                .lock()
-                .unwrap()
-                .iter()
-                .find(|l| parts.iter().all(|p| l.contains(p)))
-            {
-                return line.clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no line with {parts:?}:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        Self::spawn(kubeconfig, identity, &args)
     }
 
     /// The address of its metrics server, from its log.
@@ -104,36 +53,6 @@ impl Replica {
         let line = self.wait_for_line(&["serving /healthz", "bound="]).await;
         let bound = line.split("bound=").nth(1).unwrap();
         bound.split_whitespace().next().unwrap().parse().unwrap()
-    }
-
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-
-    async fn wait_exit(&mut self) -> std::process::ExitStatus {
-        let deadline = Instant::now() + SAFETY;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running:\n{}",
-                self.stderr()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -198,33 +117,27 @@ fn holder(server: &TestServer) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn wait_holder(server: &TestServer, identity: &str, replica: &Replica) -> Instant {
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        if holder(server).as_deref() == Some(identity) {
-            return Instant::now();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{identity} never held the lease (holder {:?}):\n{}",
-            holder(server),
-            replica.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+async fn wait_holder(server: &TestServer, identity: &str, replica: &Replica) {
+    let held = try_eventually_within(
+        format!("{identity} to hold the lease"),
+        SAFETY,
+        async || holder(server).as_deref() == Some(identity),
+    )
+    .await;
+    if let Err(e) = held {
+        panic!("{e} (holder {:?}):\n{}", holder(server), replica.stderr());
     }
 }
 
 async fn wait_deployment(server: &TestServer, i: u32) {
     let name = format!("example-foo-{i}");
-    let deadline = Instant::now() + SAFETY;
-    while server
-        .objects()
-        .get("deployments.apps", "default", &name)
-        .is_none()
-    {
-        assert!(Instant::now() < deadline, "no Deployment {name}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually_within(format!("Deployment {name}"), SAFETY, async || {
+        server
+            .objects()
+            .get("deployments.apps", "default", &name)
+            .is_some()
+    })
+    .await;
 }
 
 /// The identities that wrote Deployments, in the order of the writes.
@@ -252,8 +165,6 @@ fn deployment_writers(server: &TestServer) -> Vec<String> {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_writes_and_sigterm_and_sigkill_hand_over() {
-    let retry = Duration::from_secs(1);
-    let lease = Duration::from_secs(3);
     let s = setup("le", true).await;
     for i in 1..=3 {
         create_foo(&s.client, i).await;
@@ -269,19 +180,17 @@ async fn only_the_leader_writes_and_sigterm_and_sigkill_hand_over() {
     create_foo(&s.client, 4).await;
     wait_deployment(&s.server, 4).await;
 
-    // SIGTERM: a drains, releases the lease, b takes over within two retry periods
-    let terminated = Instant::now();
+    // SIGTERM: a drains, releases the lease, b takes over at its next try
+    // (that a release hands over before the lease expires is the library's
+    // leader_election test; times are the benchmarks' business)
     a.signal("-TERM");
-    let took_over = wait_holder(&s.server, "b", &b).await;
-    let sigterm_handover = took_over - terminated;
-    let handover = sigterm_handover;
+    wait_holder(&s.server, "b", &b).await;
     assert_eq!(a.wait_exit().await.code(), Some(0), "{}", a.stderr());
     assert!(
         a.stderr().contains("released the leader lease"),
         "{}",
         a.stderr()
     );
-    assert!(handover <= 2 * retry, "SIGTERM hand-over took {handover:?}");
     create_foo(&s.client, 5).await;
     wait_deployment(&s.server, 5).await;
 
@@ -289,23 +198,22 @@ async fn only_the_leader_writes_and_sigterm_and_sigkill_hand_over() {
     let c = Replica::leader(&s.kubeconfig, "c", false);
     c.wait_for_line(&["new leader observed", "holder=b"]).await;
     c.wait_for_line(&["caches synced"]).await;
-    let killed = Instant::now();
     b.signal("-KILL");
-    let took_over = wait_holder(&s.server, "c", &c).await;
-    let handover = took_over - killed;
-    assert!(
-        handover <= lease + 2 * retry,
-        "SIGKILL hand-over took {handover:?} (lease {lease:?}, retry {retry:?})"
-    );
+    wait_holder(&s.server, "c", &c).await;
     create_foo(&s.client, 6).await;
     wait_deployment(&s.server, 6).await;
 
     // one writer at a time: a's writes, then b's, then c's, never interleaved
-    let writers = deployment_writers(&s.server);
+    // (the request log gets a write once it is answered: the Deployment can
+    // be in the store a moment before c's write is in the log)
+    let writers = eventually_within("c's write in the request log", SAFETY, async || {
+        let writers = deployment_writers(&s.server);
+        writers.iter().any(|w| w == "c").then_some(writers)
+    })
+    .await;
     let mut phases: Vec<&str> = writers.iter().map(String::as_str).collect();
     phases.dedup();
     assert_eq!(phases, ["a", "b", "c"], "{writers:?}");
-    eprintln!("hand-over after SIGTERM {sigterm_handover:?}, after SIGKILL {handover:?}");
     drop(c);
 }
 
@@ -414,16 +322,14 @@ async fn scrape_until(
     what: &str,
     done: impl Fn(&BTreeMap<String, f64>, &str) -> bool,
 ) -> BTreeMap<String, f64> {
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        let text = text_of(addr).await;
-        let samples = scrape_samples(&text);
-        if done(&samples, &text) {
-            return samples;
-        }
-        assert!(Instant::now() < deadline, "{what}:\n{text}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut last = String::new();
+    let scraped = try_eventually_within(what, SAFETY, async || {
+        last = text_of(addr).await;
+        let samples = scrape_samples(&last);
+        done(&samples, &last).then_some(samples)
+    })
+    .await;
+    scraped.unwrap_or_else(|e| panic!("{e}:\n{last}"))
 }
 
 /// The observation count of the histogram `metric` with label `key=value`.
@@ -469,15 +375,14 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
     sample_controller::artifacts::install_foo_crd(&s.client, Duration::from_secs(30))
         .await
         .unwrap();
-    let deadline = Instant::now() + SAFETY;
-    loop {
-        let (code, body) = get(addr, "/readyz").await;
-        if code == 200 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "never ready: {body}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut body = String::new();
+    let ready = try_eventually_within("/readyz to answer 200", SAFETY, async || {
+        let (code, text) = get(addr, "/readyz").await;
+        body = text;
+        code == 200
+    })
+    .await;
+    assert!(ready.is_ok(), "never ready: {body}");
     wait_holder(&s.server, "a", &a).await;
     // The Lease names its holder as soon as the server stored it; the
     // elector sets its gauge once the answer is back: wait for the gauge.
@@ -541,7 +446,7 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
         "{after:?}"
     );
 
-    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/health.rs)
+    // SIGTERM: a graceful exit (/readyz turning 503 on shutdown: HL3, controller/tests/it/health.rs)
     a.signal("-TERM");
     assert_eq!(a.wait_exit().await.code(), Some(0), "{}", a.stderr());
 }
@@ -550,30 +455,16 @@ async fn readyz_follows_the_caches_and_metrics_move_as_objects_flow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_carry_the_sync_key_and_the_request_verb_and_resource() {
     let s = setup("json", true).await;
-    let mut child = Command::new(BINARY)
+    let mut command = Command::new(BINARY);
+    command
         .arg("--kubeconfig")
         .arg(&s.kubeconfig)
         .args(["--namespace", "default", "--log-format", "json"])
         .env(
             "RUST_LOG",
             "info,sample_controller=debug,kcontrol_client=trace",
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let replica = Replica {
-        child,
-        lines: Arc::new(Mutex::new(Vec::new())),
-    };
-    let sink = Arc::clone(&replica.lines);
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            sink.lock().unwrap().push(line);
-        }
-    });
+        );
+    let replica = Replica::start("json", command);
     create_foo(&s.client, 1).await;
     replica.wait_for_line(&["created Deployment"]).await;
     let lines = replica.lines.lock().unwrap().clone();

@@ -1,12 +1,12 @@
 //! Support for kcontrol's end-to-end tests (`tests/*.rs`): where a test
 //! runs ([`Env`]: an in-process kcontrol-testserver, and a real cluster
 //! when `KCONTROL_E2E_KUBECONFIG` names a kubeconfig), bounded waiting
-//! ([`eventually`]), and reads through the API that work on both.
+//! ([`eventually_within`], the testserver's, re-exported), and reads
+//! through the API that work on both.
 //!
 //! This is test code: a wait that times out panics with what it waited for.
 #![allow(clippy::panic)]
 
-use std::fmt::Display;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -219,24 +219,7 @@ where
     }
 }
 
-/// Polls `probe` every 50 ms until it returns `Some`, and returns that; panics
-/// naming `what` after `timeout`.
-pub async fn eventually<T, F, Fut>(what: impl Display, timeout: Duration, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use kcontrol_testserver::{eventually, eventually_within};
 
 /// A controller running in-process, watching the test's namespace only.
 pub struct RunningController {
@@ -275,7 +258,7 @@ impl RunningController {
             tokio::spawn(async move { controller.run(shutdown).await })
         };
         let running = Arc::clone(&controller);
-        eventually(
+        eventually_within(
             "the controller's caches to sync",
             env.patience(Duration::from_secs(30)),
             || {

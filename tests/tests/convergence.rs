@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::{ListParams, PostParams};
-use kcontrol_e2e::{eventually, Env, RunningController};
+use kcontrol_e2e::{eventually_within, Env, RunningController};
 use kcontrol_indexer::Object;
 use kcontrol_testserver::{Failure, FaultScope, Verb};
 use sample_controller::deployment::is_converged;
@@ -101,7 +101,7 @@ async fn state(env: &Env) -> (Vec<Foo>, HashMap<String, Deployment>, usize) {
 }
 
 async fn all_converged(env: &Env, count: usize, timeout: Duration) {
-    eventually(format!("{count} Foos to converge"), timeout, || async {
+    eventually_within(format!("{count} Foos to converge"), timeout, || async {
         let (foos, _, synced) = state(env).await;
         (foos.len() == count && synced == count).then_some(())
     })
@@ -241,7 +241,7 @@ async fn restart(env: Env, before: usize, after: usize) {
     create_foos(&env, "r", 0..before).await;
     // stop in the middle: some Deployments exist, not all Foos are synced
     let api = env.deployments();
-    eventually(
+    eventually_within(
         "the first Deployments",
         env.patience(Duration::from_secs(30)),
         || {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kcontrol_client::{DeleteParams, PostParams};
-use kcontrol_e2e::{eventually, on_each_target, Env, RunningController};
+use kcontrol_e2e::{eventually_within, on_each_target, Env, RunningController};
 use kcontrol_indexer::Object;
 use kcontrol_testserver::{Failure, FaultScope, Verb};
 use sample_controller::deployment::{available_replicas, new_deployment, spec_replicas};
@@ -28,7 +28,7 @@ async fn deployment_where(
     test: impl Fn(&Deployment) -> bool,
 ) -> Deployment {
     let api = env.deployments();
-    eventually(
+    eventually_within(
         format!("Deployment {name}: {what}"),
         env.patience(SHORT),
         || {
@@ -42,7 +42,7 @@ async fn deployment_where(
 
 async fn foo_status(env: &Env, name: &str, replicas: i32) -> Foo {
     let api = env.foos();
-    eventually(
+    eventually_within(
         format!("Foo {name} to report {replicas} available"),
         env.patience(SHORT),
         || {
@@ -60,7 +60,7 @@ async fn foo_status(env: &Env, name: &str, replicas: i32) -> Foo {
 }
 
 async fn event(env: &Env, object: &str, reason: &str) -> k8s_openapi::api::core::v1::Event {
-    eventually(
+    eventually_within(
         format!("a {reason} event about {object}"),
         env.patience(SHORT),
         || async move {
@@ -156,7 +156,7 @@ async fn lifecycle(env: Env) {
     // the Foo deleted: the server's garbage collector removes its Deployment
     foos.delete("web", &DeleteParams::default()).await.unwrap();
     let api = env.deployments();
-    eventually(
+    eventually_within(
         "the Deployment of a deleted Foo to be collected",
         env.patience(SHORT),
         || {
@@ -220,7 +220,7 @@ async fn bad_input(env: Env) {
     .unwrap();
     foo_status(&env, "fine", 1).await;
     let controller = &ctl.controller;
-    eventually(
+    eventually_within(
         "the nameless Foo to be dropped",
         env.patience(SHORT),
         || async { (controller.stats().dropped >= 1).then_some(()) },
@@ -296,7 +296,7 @@ async fn failed_creates_are_warned_about_and_retried_with_backoff() {
         .filter(|e| e.reason.as_deref() == Some("FailedCreate"))
         .collect();
     assert_eq!(failed.len(), 1);
-    eventually("the repeats to be counted", SHORT, || async {
+    eventually_within("the repeats to be counted", SHORT, || async {
         let events = env.events_about("unlucky").await;
         events
             .iter()

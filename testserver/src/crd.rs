@@ -4,7 +4,7 @@
 //! versions a CRD serves.
 
 use crate::meta;
-use crate::resource::{Behavior, PrinterColumn, ResourceInfo};
+use crate::resource::{Behavior, PrinterColumn, ResourceInfo, ScaleSubresource};
 use crate::status::FieldError;
 use crate::timeutil;
 use serde_json::{json, Value};
@@ -305,6 +305,16 @@ fn reversed_group(group: &str) -> String {
     group.split('.').rev().collect::<Vec<_>>().join(".")
 }
 
+/// A version's `subresources.scale`, if it has one.
+fn scale_subresource(v: &Value) -> Option<ScaleSubresource> {
+    let path = |k: &str| v[k].as_str().map(str::to_owned);
+    Some(ScaleSubresource {
+        spec_replicas_path: path("specReplicasPath")?,
+        status_replicas_path: path("statusReplicasPath")?,
+        label_selector_path: path("labelSelectorPath"),
+    })
+}
+
 /// The resource versions a (valid) CRD serves.
 pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
     let group = str_at(crd, &["spec", "group"]).to_owned();
@@ -373,6 +383,9 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
                 behavior: Behavior::CustomResource,
                 openapi_name: format!("{}.{}.{}", reversed_group(&group), version, kind),
                 crd_name: Some(meta::name(crd).to_owned()),
+                scale: scale_subresource(&v["subresources"]["scale"]),
+                openapi_schema: None,
+                structural: Arc::default(),
             }
         })
         .collect()

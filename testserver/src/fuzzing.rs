@@ -57,7 +57,7 @@ pub fn parse_request(method: &[u8], target: &str, content_type: &str, body: &[u8
         Some(PatchType::Json) => count(patch::json_patch(&live, body).is_ok()),
         Some(PatchType::Merge) => count(patch::merge_patch(&live, body).is_ok()),
         Some(PatchType::StrategicMerge) => {
-            count(patch::strategic_merge_patch(&live, body).is_ok());
+            count(patch::strategic_merge_patch(&live, body, None).is_ok());
         }
         Some(PatchType::Apply) => {
             if let Some(applied) = &decoded {

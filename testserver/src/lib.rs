@@ -8,27 +8,42 @@
 //!   discovery `apidiscovery.k8s.io/v2`), `/openapi/v2`
 //!   and `/openapi/v3` (enough for `kubectl` validation and `explain`),
 //!   `/version`, `/healthz`, `/readyz`;
-//! - built-in namespaces, configmaps, secrets, events (`core/v1` and
-//!   `events.k8s.io/v1`, one storage), deployments, leases
-//!   and customresourcedefinitions; CRDs register their resources (all
-//!   served versions, scope, status subresource, schema validation);
+//! - the common built-in kinds, from one table of `k8s-openapi` types
+//!   with kube's short names, columns, subresources and defaults:
+//!   core/v1 namespaces, configmaps, secrets, events, pods, services,
+//!   serviceaccounts, endpoints, persistentvolumeclaims,
+//!   persistentvolumes, nodes; apps/v1 deployments, replicasets,
+//!   statefulsets, daemonsets; batch/v1 jobs, cronjobs;
+//!   networking.k8s.io/v1 ingresses, networkpolicies;
+//!   rbac.authorization.k8s.io/v1 roles, rolebindings, clusterroles,
+//!   clusterrolebindings; policy/v1 poddisruptionbudgets;
+//!   autoscaling/v2 horizontalpodautoscalers; discovery.k8s.io/v1
+//!   endpointslices; events.k8s.io/v1 events; coordination.k8s.io/v1
+//!   leases; apiextensions.k8s.io/v1 customresourcedefinitions. CRDs
+//!   register their resources (all served versions, scope, status and
+//!   scale subresources, schema validation), and
+//!   [`TestServer::register_resource`] any other ([`ResourceInfo::of`] a
+//!   k8s-openapi type, or [`ResourceInfo::new`]);
 //! - storage semantics: one global resourceVersion, uid, generation,
-//!   generateName, 409 on stale updates, the status subresource, the
-//!   Deployment scale subresource, merge /
-//!   JSON / strategic-merge patches, server-side apply with field
-//!   ownership (`managedFields`, conflicts, `force`),
-//!   finalizers, garbage collection and propagation policies;
+//!   generateName, 409 on stale updates, status and scale subresources,
+//!   merge / JSON / strategic-merge patches and server-side apply with
+//!   kube's merge keys and list types, field ownership (`managedFields`,
+//!   conflicts, `force`), finalizers, garbage collection and propagation
+//!   policies; Services' cluster IPs and node ports;
 //! - lists (selectors, limit/continue, resourceVersion and
 //!   resourceVersionMatch) and watches (bounded history with 410 Expired,
 //!   bookmarks, timeouts, `sendInitialEvents`);
 //! - admission webhooks (`MutatingWebhookConfiguration`,
 //!   `ValidatingWebhookConfiguration`) and CRD conversion webhooks, called
 //!   over HTTPS as kube-apiserver calls them;
-//! - a Deployment status simulator, fault injection ([`Faults`], also at
-//!   `/__admin/...`), an admission limit on the requests in flight (as
-//!   priority and fairness, [`TestServerBuilder::max_requests_in_flight`]),
-//!   a request log and counters (requests that came sooner than their
-//!   `Retry-After` too).
+//! - simulators: a Deployment status simulator, and with Nodes
+//!   ([`TestServerBuilder::nodes`], [`TestServer::add_node`]) pods that
+//!   are scheduled and run, and ReplicaSets, StatefulSets, DaemonSets and
+//!   Jobs that get pods and report their status; fault injection
+//!   ([`Faults`], also at `/__admin/...`), an admission limit on the
+//!   requests in flight (as priority and fairness,
+//!   [`TestServerBuilder::max_requests_in_flight`]), a request log and
+//!   counters (requests that came sooner than their `Retry-After` too).
 //!
 //! ```
 //! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -64,6 +79,7 @@ mod flow_control;
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
+mod kinds;
 mod kubeconfig;
 mod meta;
 mod metrics;
@@ -81,15 +97,20 @@ mod status;
 mod store;
 mod timeutil;
 mod tls;
+mod wait;
 
 pub use faults::{Failure, FaultScope, Faults, Flapping, Restart};
 pub use http::request::Verb;
 pub use metrics::{Counters, RequestRecord};
-pub use objects::{ObjectList, Objects, TypedError};
-pub use resource::{Behavior, PrinterColumn, ResourceInfo};
+pub use objects::{Objects, StoredList, TypedError};
+pub use resource::{Behavior, PrinterColumn, ResourceInfo, ScaleSubresource};
 pub use server::{BlockingTestServer, TestServer, TestServerBuilder};
 pub use status::{FieldError, FieldErrorKind, GroupResource, StatusError};
-pub use store::{EventType, StoredObject};
+pub use store::{StoredObject, WatchEventType};
+pub use wait::{
+    eventually, eventually_blocking, eventually_within, try_eventually, try_eventually_within,
+    wait_with_output_within, Outcome, TimedOut, EVENTUALLY_DEADLINE,
+};
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]

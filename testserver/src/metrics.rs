@@ -34,6 +34,10 @@ pub struct RequestRecord {
     pub status: u16,
     /// `User-Agent` header.
     pub user_agent: String,
+    /// `Accept` header of the request (empty when absent).
+    pub accept: String,
+    /// `Content-Type` of the answer (the encoding negotiated; empty when absent).
+    pub content_type: String,
     /// Time until the response head was ready (watch and list bodies
     /// stream after that).
     pub duration: Duration,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// Objects of one resource at one resourceVersion.
 #[derive(Debug, Clone)]
-pub struct ObjectList {
+pub struct StoredList {
     /// The resourceVersion the list is consistent at.
     pub resource_version: u64,
     /// The objects, ordered by namespace and name.
@@ -102,7 +102,7 @@ impl Objects {
 
     /// Every object of a resource (in one namespace, or all), with the
     /// resourceVersion the list is consistent at.
-    pub fn list(&self, resource: &str, namespace: Option<&str>) -> Result<ObjectList, StatusError> {
+    pub fn list(&self, resource: &str, namespace: Option<&str>) -> Result<StoredList, StatusError> {
         let info = self.resource(resource)?;
         let prefix = namespace
             .filter(|_| info.namespaced)
@@ -112,7 +112,7 @@ impl Objects {
             .core
             .resource_store(&info)
             .snapshot(&self.core.store, &prefix);
-        Ok(ObjectList {
+        Ok(StoredList {
             resource_version: rv,
             items,
         })

@@ -1,7 +1,7 @@
 //! PATCH bodies: JSON patch (RFC 6902), JSON merge patch (RFC 7386),
-//! strategic merge patch for built-in kinds (merge keys and directives of
-//! the Kubernetes types a controller patches); server-side apply is in
-//! `fields`.
+//! strategic merge patch for built-in kinds (merge keys and strategies
+//! from the kind's schema, `x-kubernetes-patch-*`, and the directives);
+//! server-side apply is in `fields`.
 
 use serde_json::{Map, Value};
 
@@ -71,8 +71,8 @@ pub(crate) fn merge_patch(target: &Value, body: &[u8]) -> Result<Value, PatchErr
     Ok(out)
 }
 
-/// The merge key of a list field, by the field's name, for the kinds this
-/// server has built in.
+/// The merge key of a list field, by the field's name, for kinds this
+/// server has no schema of.
 fn merge_key(field: &str) -> Option<&'static str> {
     match field {
         "containers"
@@ -91,13 +91,88 @@ fn merge_key(field: &str) -> Option<&'static str> {
     }
 }
 
-/// Lists of scalars merged as sets (patchStrategy "merge" on a primitive list).
-fn primitive_merge(path: &[String], field: &str) -> bool {
-    field == "finalizers" && path.last().is_some_and(|p| p == "metadata")
+/// Where a patch is in the object: the kind's schema there (`typed`: the
+/// kind has one; `metadata` is read by field names, as for kinds without
+/// a schema).
+#[derive(Clone, Copy)]
+struct At<'a> {
+    schema: Option<&'a Value>,
+    typed: bool,
 }
 
-/// Applies a strategic merge patch.
-pub(crate) fn strategic_merge_patch(target: &Value, body: &[u8]) -> Result<Value, PatchError> {
+/// How a list merges.
+enum ListRule {
+    /// Replaced by the patch's list.
+    Replace,
+    /// Scalars merged as a set.
+    Primitives,
+    /// Objects merged by this key.
+    ByKey(String),
+}
+
+impl<'a> At<'a> {
+    fn field(self, path: &[String], name: &str) -> At<'a> {
+        if !self.typed || (path.is_empty() && name == "metadata") {
+            return At {
+                schema: None,
+                typed: false,
+            };
+        }
+        let schema = self.schema.and_then(|s| {
+            s.get("properties")
+                .and_then(|p| p.get(name))
+                .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+        });
+        At {
+            schema,
+            typed: true,
+        }
+    }
+
+    fn item(self) -> At<'a> {
+        At {
+            schema: self.schema.and_then(|s| s.get("items")),
+            typed: self.typed,
+        }
+    }
+
+    /// The rule of list `field` (this `At` is the list's own).
+    fn list_rule(self, path: &[String], field: &str, items: &[Value]) -> ListRule {
+        if self.typed {
+            let ext = |k: &str| {
+                self.schema
+                    .and_then(|s| s.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            };
+            let merge = ext("x-kubernetes-patch-strategy")
+                .split(',')
+                .any(|s| s == "merge");
+            let key = ext("x-kubernetes-patch-merge-key");
+            return match (merge, key) {
+                (false, _) => ListRule::Replace,
+                (true, "") => ListRule::Primitives,
+                (true, k) => ListRule::ByKey(k.to_owned()),
+            };
+        }
+        if field == "finalizers" && path.last().is_some_and(|p| p == "metadata") {
+            return ListRule::Primitives;
+        }
+        match merge_key(field) {
+            Some(k) if items.iter().all(Value::is_object) => ListRule::ByKey(k.to_owned()),
+            _ => ListRule::Replace,
+        }
+    }
+}
+
+/// Applies a strategic merge patch; `schema` is the kind's structural
+/// schema (merge keys and strategies from `x-kubernetes-patch-*`), or
+/// `None` to merge the lists kube's common types merge, by field name.
+pub(crate) fn strategic_merge_patch(
+    target: &Value,
+    body: &[u8],
+    schema: Option<&Value>,
+) -> Result<Value, PatchError> {
     let patch: Value =
         serde_json::from_slice(body).map_err(|e| PatchError::Decode(e.to_string()))?;
     let Value::Object(p) = patch else {
@@ -106,7 +181,11 @@ pub(crate) fn strategic_merge_patch(target: &Value, body: &[u8]) -> Result<Value
         ));
     };
     let mut out = target.clone();
-    smp_object(&mut out, &p, &mut Vec::new());
+    let at = At {
+        schema,
+        typed: schema.is_some(),
+    };
+    smp_object(&mut out, &p, &mut Vec::new(), at);
     Ok(out)
 }
 
@@ -123,7 +202,7 @@ fn strip_directives(v: &Value) -> Value {
     }
 }
 
-fn smp_object(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<String>) {
+fn smp_object(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<String>, at: At<'_>) {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("replace") => {
             *target = strip_directives(&Value::Object(patch.clone()));
@@ -150,6 +229,7 @@ fn smp_object(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Str
         if k.starts_with('$') {
             continue;
         }
+        let child = at.field(path, k);
         match v {
             Value::Null => {
                 t.remove(k);
@@ -160,14 +240,14 @@ fn smp_object(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Str
                     *entry = Value::Object(Map::new());
                 }
                 path.push(k.clone());
-                smp_object(entry, pm, path);
+                smp_object(entry, pm, path, child);
                 path.pop();
                 if entry.is_null() {
                     t.remove(k);
                 }
             }
             Value::Array(items) => {
-                let merged = smp_list(t.get(k), items, path, k);
+                let merged = smp_list(t.get(k), items, path, k, child);
                 t.insert(k.clone(), merged);
             }
             other => {
@@ -182,22 +262,24 @@ fn smp_list(
     patch: &[Value],
     path: &mut Vec<String>,
     field: &str,
+    at: At<'_>,
 ) -> Value {
     let existing = current
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if primitive_merge(path, field) {
-        let mut out = existing;
-        for p in patch {
-            if !out.contains(p) {
-                out.push(p.clone());
+    let key = match at.list_rule(path, field, patch) {
+        ListRule::Replace => return strip_directives(&Value::Array(patch.to_vec())),
+        ListRule::Primitives => {
+            let mut out = existing;
+            for p in patch {
+                if !out.contains(p) {
+                    out.push(p.clone());
+                }
             }
+            return Value::Array(out);
         }
-        return Value::Array(out);
-    }
-    let Some(key) = merge_key(field) else {
-        return strip_directives(&Value::Array(patch.to_vec()));
+        ListRule::ByKey(k) => k,
     };
     if patch
         .iter()
@@ -213,8 +295,8 @@ fn smp_list(
     let mut out = existing;
     for p in patch {
         let Some(pm) = p.as_object() else { continue };
-        let id = pm.get(key);
-        let pos = id.and_then(|id| out.iter().position(|e| e.get(key) == Some(id)));
+        let id = pm.get(&key);
+        let pos = id.and_then(|id| out.iter().position(|e| e.get(&key) == Some(id)));
         if pm.get("$patch").and_then(Value::as_str) == Some("delete") {
             if let Some(i) = pos {
                 out.remove(i);
@@ -224,7 +306,7 @@ fn smp_list(
         match pos.and_then(|i| out.get_mut(i)) {
             Some(existing) => {
                 path.push(field.to_owned());
-                smp_object(existing, pm, path);
+                smp_object(existing, pm, path, at.item());
                 path.pop();
             }
             None => out.push(strip_directives(p)),
@@ -270,7 +352,7 @@ mod tests {
             {"name": "b", "$patch": "delete"},
             {"name": "c", "image": "c:1"}
         ]}}}, "metadata": {"finalizers": ["f2"]}});
-        let out = strategic_merge_patch(&dep, &bytes(&patch)).unwrap_or_default();
+        let out = strategic_merge_patch(&dep, &bytes(&patch), None).unwrap_or_default();
         assert_eq!(
             out["spec"]["template"]["spec"]["containers"],
             json!([
@@ -280,8 +362,40 @@ mod tests {
         );
         assert_eq!(out["metadata"]["finalizers"], json!(["f1", "f2"]));
         let del = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}, "spec": {"$patch": "replace", "replicas": 2}});
-        let out = strategic_merge_patch(&dep, &bytes(&del)).unwrap_or_default();
+        let out = strategic_merge_patch(&dep, &bytes(&del), None).unwrap_or_default();
         assert_eq!(out["metadata"]["finalizers"], json!([]));
         assert_eq!(out["spec"], json!({"replicas": 2}));
+    }
+
+    #[test]
+    fn strategic_merge_follows_the_kinds_schema() {
+        let services = crate::builtin::get("", "services");
+        let schema = crate::builtin::schemas::structural(&services);
+        let svc = json!({"spec": {"ports": [{"port": 80, "protocol": "TCP", "name": "http"}, {"port": 443, "name": "https"}],
+            "externalIPs": ["1.2.3.4"]}});
+        // ports merge on `port` (kube's patch merge key), not by name
+        let patch =
+            json!({"spec": {"ports": [{"port": 80, "name": "web"}], "externalIPs": ["5.6.7.8"]}});
+        let out = strategic_merge_patch(&svc, &bytes(&patch), schema).unwrap_or_default();
+        assert_eq!(
+            out["spec"]["ports"],
+            json!([{"port": 80, "protocol": "TCP", "name": "web"}, {"port": 443, "name": "https"}])
+        );
+        // a list without a patch strategy is replaced
+        assert_eq!(out["spec"]["externalIPs"], json!(["5.6.7.8"]));
+        let pods = crate::builtin::pods();
+        let schema = crate::builtin::schemas::structural(&pods);
+        let pod = json!({"metadata": {"finalizers": ["a"]}, "spec": {"tolerations": [{"key": "a"}],
+            "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}});
+        let patch = json!({"metadata": {"finalizers": ["b"]}, "spec": {"tolerations": [{"key": "b"}],
+            "containers": [{"name": "c", "ports": [{"containerPort": 81}]}]}});
+        let out = strategic_merge_patch(&pod, &bytes(&patch), schema).unwrap_or_default();
+        assert_eq!(out["spec"]["tolerations"], json!([{"key": "b"}]));
+        assert_eq!(
+            out["spec"]["containers"][0]["ports"],
+            json!([{"containerPort": 80}, {"containerPort": 81}])
+        );
+        assert_eq!(out["spec"]["containers"][0]["image"], "i");
+        assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
     }
 }

@@ -64,6 +64,11 @@ pub(crate) fn compare_versions(a: &str, b: &str) -> Ordering {
 impl Registry {
     /// Registers (or replaces) resource versions.
     pub(crate) fn register(&self, infos: Vec<ResourceInfo>) {
+        self.register_shared(infos.into_iter().map(Arc::new).collect());
+    }
+
+    /// Registers (or replaces) shared resource versions.
+    pub(crate) fn register_shared(&self, infos: Vec<Arc<ResourceInfo>>) {
         let mut inner = self.inner.write();
         for info in infos {
             if !inner.groups.contains(&info.group) {
@@ -74,7 +79,7 @@ impl Registry {
                 info.version.clone(),
                 info.resource.clone(),
             );
-            inner.resources.insert(key, Arc::new(info));
+            inner.resources.insert(key, info);
         }
     }
 
@@ -191,14 +196,16 @@ mod tests {
     #[test]
     fn registers_and_unregisters() {
         let r = Registry::default();
-        r.register(crate::builtin::all());
+        r.register_shared(crate::builtin::all());
         assert!(r.get("apps", "v1", "deployments").is_some());
         assert!(r.storage_info("", "configmaps").is_some());
         assert_eq!(r.groups().first().map(|g| g.name.as_str()), Some(""));
         r.unregister("apps", "deployments");
         assert!(r.get("apps", "v1", "deployments").is_none());
         assert!(r.groups().iter().any(|g| g.name == "apps"));
-        r.unregister("apps", "replicasets");
+        for resource in ["replicasets", "statefulsets", "daemonsets"] {
+            r.unregister("apps", resource);
+        }
         assert!(!r.groups().iter().any(|g| g.name == "apps"));
     }
 }

@@ -2,13 +2,17 @@
 //! does it: defaulting, pruning of unknown fields (reported for
 //! `fieldValidation`), dropping non-nullable nulls, and validation of
 //! `type`, `required`, `enum`, `minimum`/`maximum` (and exclusive),
-//! `pattern`, `minLength`/`maxLength`, `minItems`/`maxItems`, with
-//! kube-openapi's messages turned into field errors.
+//! `multipleOf`, `pattern`, `format: date-time`, `minLength`/`maxLength`,
+//! `minItems`/`maxItems`, `minProperties`/`maxProperties`, the value
+//! validations `allOf`, `anyOf`, `oneOf` and `not` (what schemars emits
+//! for Rust enums with data: `oneOf` of `required` alternatives over
+//! hoisted properties), and `x-kubernetes-list-type: set`/`map`
+//! uniqueness, with kube-openapi's messages turned into field errors.
 
 use crate::status::{FieldError, FieldErrorKind};
 use parking_lot::Mutex;
 use regex::Regex;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -145,6 +149,9 @@ fn pattern_matches(pattern: &str, s: &str) -> bool {
     re.as_ref().is_none_or(|r| r.is_match(s))
 }
 
+/// RFC 3339 date-times, as strfmt's `date-time` accepts them.
+const DATE_TIME: &str = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$";
+
 fn num_text(v: &Value) -> String {
     match v.as_f64() {
         Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
@@ -180,10 +187,53 @@ pub(crate) fn validate(schema: &Value, value: &Value, path: &str, errs: &mut Vec
     }
     validate_number(schema, value, path, errs);
     validate_string(schema, value, path, errs);
+    validate_composition(schema, value, path, errs);
     match value {
         Value::Object(map) => validate_object(schema, map, path, errs),
         Value::Array(items) => validate_array(schema, items, path, errs),
         _ => {}
+    }
+}
+
+/// Whether `value` validates against `schema` (no field error).
+fn matches(schema: &Value, value: &Value, path: &str) -> bool {
+    let mut errs = Vec::new();
+    validate(schema, value, path, &mut errs);
+    errs.is_empty()
+}
+
+/// `allOf`, `anyOf`, `oneOf`, `not`, with kube-openapi's messages (the
+/// errors of the alternatives are not repeated).
+fn validate_composition(schema: &Value, value: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let list = |name: &str| schema.get(name).and_then(Value::as_array);
+    let mut fail = |detail: String| errs.push(FieldError::invalid(path, json!(""), detail));
+    if let Some(all) = list("allOf") {
+        if !all.iter().all(|s| matches(s, value, path)) {
+            fail(format!("{path:?} must validate all the schemas (allOf)"));
+        }
+    }
+    if let Some(any) = list("anyOf") {
+        if !any.iter().any(|s| matches(s, value, path)) {
+            fail(format!(
+                "{path:?} must validate at least one schema (anyOf)"
+            ));
+        }
+    }
+    if let Some(one) = list("oneOf") {
+        match one.iter().filter(|s| matches(s, value, path)).count() {
+            1 => {}
+            0 => fail(format!(
+                "{path:?} must validate one and only one schema (oneOf). Found none valid"
+            )),
+            n => fail(format!(
+                "{path:?} must validate one and only one schema (oneOf). Found {n} valid alternatives"
+            )),
+        }
+    }
+    if let Some(not) = schema.get("not") {
+        if matches(not, value, path) {
+            fail(format!("{path:?} must not validate the schema (not)"));
+        }
     }
 }
 
@@ -199,6 +249,16 @@ fn type_error(path: &str, value: &Value, expected: &str) -> FieldError {
 
 fn validate_number(schema: &Value, value: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let Some(n) = value.as_f64() else { return };
+    if let Some(factor) = schema.get("multipleOf").and_then(Value::as_f64) {
+        if factor > 0.0 && (n / factor).fract() != 0.0 {
+            let f = num_text(&schema["multipleOf"]);
+            errs.push(FieldError::invalid(
+                path,
+                value.clone(),
+                format!("{path} in body should be a multiple of {f}"),
+            ));
+        }
+    }
     if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
         let excl = flag(schema, "exclusiveMaximum");
         if (excl && n >= max) || (!excl && n > max) {
@@ -255,6 +315,15 @@ fn validate_string(schema: &Value, value: &Value, path: &str, errs: &mut Vec<Fie
             ));
         }
     }
+    if schema.get("format").and_then(Value::as_str) == Some("date-time")
+        && !pattern_matches(DATE_TIME, s)
+    {
+        errs.push(FieldError::invalid(
+            path,
+            value.clone(),
+            format!("{path} in body must be of type date-time: {s:?}"),
+        ));
+    }
     if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
         if !pattern_matches(p, s) {
             errs.push(FieldError::invalid(
@@ -277,6 +346,26 @@ fn validate_object(
             if !map.contains_key(r) {
                 errs.push(FieldError::required(child(path, r), ""));
             }
+        }
+    }
+    let n = map.len() as u64;
+    if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64) {
+        if n > max {
+            errs.push(FieldError {
+                kind: FieldErrorKind::TooMany,
+                field: path.to_owned(),
+                value: Some(Value::from(n)),
+                detail: format!("must have at most {max} items"),
+            });
+        }
+    }
+    if let Some(min) = schema.get("minProperties").and_then(Value::as_u64) {
+        if n < min {
+            errs.push(FieldError::invalid(
+                path,
+                json!(""),
+                format!("{path} in body should have at least {min} properties"),
+            ));
         }
     }
     let props = schema.get("properties").and_then(Value::as_object);
@@ -315,6 +404,55 @@ fn validate_array(schema: &Value, items: &[Value], path: &str, errs: &mut Vec<Fi
     if let Some(sub) = schema.get("items") {
         for (i, v) in items.iter().enumerate() {
             validate(sub, v, &format!("{path}[{i}]"), errs);
+        }
+    }
+    validate_list_type(schema, items, path, errs);
+}
+
+/// `x-kubernetes-list-type: set` (items unique) and `map` (items unique
+/// by their `x-kubernetes-list-map-keys`): a repeat is `Duplicate value`.
+fn validate_list_type(schema: &Value, items: &[Value], path: &str, errs: &mut Vec<FieldError>) {
+    let keys: Vec<&str> = match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => Vec::new(),
+        Some("map") => schema
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default(),
+        _ => return,
+    };
+    let identity = |v: &Value| -> Value {
+        if keys.is_empty() {
+            v.clone()
+        } else {
+            Value::Array(
+                keys.iter()
+                    .map(|k| v.get(k).cloned().unwrap_or(Value::Null))
+                    .collect(),
+            )
+        }
+    };
+    let mut seen: Vec<Value> = Vec::new();
+    for (i, v) in items.iter().enumerate() {
+        let id = identity(v);
+        if seen.contains(&id) {
+            let shown = if keys.is_empty() {
+                v.clone()
+            } else {
+                Value::Object(
+                    keys.iter()
+                        .map(|k| ((*k).to_owned(), v.get(k).cloned().unwrap_or(Value::Null)))
+                        .collect(),
+                )
+            };
+            errs.push(FieldError {
+                kind: FieldErrorKind::Duplicate,
+                field: format!("{path}[{i}]"),
+                value: Some(shown),
+                detail: String::new(),
+            });
+        } else {
+            seen.push(id);
         }
     }
 }

@@ -9,7 +9,9 @@ use crate::http::{self, HttpConfig, State};
 use crate::kubeconfig::{self, KubeconfigUser};
 use crate::metrics::{Counters, Metrics, RequestRecord};
 use crate::objects::Objects;
+use crate::resource::ResourceInfo;
 use crate::rest::Core;
+use crate::status::StatusError;
 use crate::tls::Pki;
 use crate::Error;
 use std::net::SocketAddr;
@@ -33,6 +35,8 @@ pub struct TestServerBuilder {
     deployment_simulator: Option<Duration>,
     request_log_capacity: usize,
     max_in_flight: Option<usize>,
+    nodes: usize,
+    resources: Vec<ResourceInfo>,
 }
 
 impl std::fmt::Debug for TestServerBuilder {
@@ -46,6 +50,7 @@ impl std::fmt::Debug for TestServerBuilder {
             .field("bookmark_interval", &self.bookmark_interval)
             .field("deployment_simulator", &self.deployment_simulator)
             .field("max_in_flight", &self.max_in_flight)
+            .field("nodes", &self.nodes)
             .finish_non_exhaustive()
     }
 }
@@ -64,6 +69,8 @@ impl Default for TestServerBuilder {
             deployment_simulator: Some(Duration::from_millis(100)),
             request_log_capacity: 100_000,
             max_in_flight: None,
+            nodes: 0,
+            resources: Vec::new(),
         }
     }
 }
@@ -146,6 +153,23 @@ impl TestServerBuilder {
         self
     }
 
+    /// Starts with `n` Ready Nodes (`node-0`, `node-1`, …; default none).
+    /// With Nodes, pods are scheduled and run, and Deployments (through
+    /// their ReplicaSets), ReplicaSets, StatefulSets, DaemonSets and Jobs
+    /// get pods and report their real status; see
+    /// [`TestServer::add_node`].
+    pub fn nodes(mut self, n: usize) -> Self {
+        self.nodes = n;
+        self
+    }
+
+    /// Serves a resource the built-in table lacks from the start; see
+    /// [`TestServer::register_resource`].
+    pub fn resource(mut self, info: ResourceInfo) -> Self {
+        self.resources.push(info);
+        self
+    }
+
     /// Binds, starts serving and returns the running server. Must be called
     /// inside a Tokio runtime (multi-threaded recommended).
     pub async fn start(self) -> Result<TestServer, Error> {
@@ -162,7 +186,14 @@ impl TestServerBuilder {
         };
         let scheme = if self.tls { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
-        let (core, inputs) = Core::new(self.history, self.deployment_simulator);
+        let (core, inputs) = Core::new(self.history, self.deployment_simulator, addr.port());
+        for info in self.resources {
+            core.register_resource(info);
+        }
+        for i in 0..self.nodes {
+            crate::controllers::nodes::add_node(&core, &format!("node-{i}"))
+                .map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
+        }
         let flow_control = Arc::new(FlowControl::new(self.max_in_flight));
         let faults = Faults::new(core.clone(), flow_control);
         let metrics = Arc::new(Metrics::new(self.request_log_capacity));
@@ -339,6 +370,30 @@ impl TestServer {
     /// nobody registered fails the call as an unknown Service does.
     pub fn register_service(&self, namespace: &str, name: &str, addr: SocketAddr) {
         self.admission.register_service(namespace, name, addr);
+    }
+
+    /// Adds a Ready Node named `name` (a Node object with a kubelet's
+    /// status: Ready, capacity, an internal IP). Once the server has a
+    /// Node, pods are bound to Nodes and reported Running and Ready (a
+    /// Job's pods Succeeded); Deployments (through their ReplicaSets),
+    /// ReplicaSets, StatefulSets, DaemonSets and Jobs get pods (named and
+    /// labelled as kube's controllers make them, owned by the workload)
+    /// and report their status from those pods. Without Nodes, workloads
+    /// get no pods and Deployments report the simulated status. Also
+    /// `POST /__admin/nodes?name=<name>`.
+    pub fn add_node(&self, name: &str) -> Result<(), StatusError> {
+        crate::controllers::nodes::add_node(&self.core, name).map(|_| ())
+    }
+
+    /// Serves a further resource: a built-in kind the table lacks
+    /// (`ResourceInfo::of::<k8s_openapi::api::storage::v1::StorageClass>()`,
+    /// which brings its OpenAPI schema) or any group, version and kind
+    /// (`ResourceInfo::new`). It is stored with its schema's pruning (if
+    /// it has one) and no further defaults, listed in discovery and
+    /// `/openapi`, and replaces a resource served at the same
+    /// group/version/plural.
+    pub fn register_resource(&self, info: ResourceInfo) {
+        self.core.register_resource(info);
     }
 
     /// Turns the Deployment status simulator on (with a delay) or off.

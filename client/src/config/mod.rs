@@ -67,6 +67,11 @@ pub struct Config {
     /// refuses such a configuration, as the credentials would cross the
     /// network in clear text. Meant for loopback test servers only.
     pub allow_http_credentials: bool,
+    /// What reads ask the server to encode in (client-go's
+    /// `ContentConfig.ContentType`/`AcceptContentTypes`): protobuf for the
+    /// built-in kinds that have it, the default, or JSON for everything
+    /// ([`ContentType::Json`](crate::ContentType::Json)). Writes are JSON.
+    pub content_type: crate::ContentType,
 }
 
 impl std::fmt::Debug for Config {
@@ -83,6 +88,7 @@ impl std::fmt::Debug for Config {
             .field("max_watch_frame_size", &self.max_watch_frame_size)
             .field("max_response_size", &self.max_response_size)
             .field("allow_http_credentials", &self.allow_http_credentials)
+            .field("content_type", &self.content_type)
             .finish()
     }
 }
@@ -316,6 +322,7 @@ impl Config {
             max_watch_frame_size: DEFAULT_MAX_WATCH_FRAME_SIZE,
             max_response_size: DEFAULT_MAX_RESPONSE_SIZE,
             allow_http_credentials: false,
+            content_type: crate::ContentType::default(),
         }
     }
 
@@ -403,6 +410,14 @@ impl Config {
     #[must_use]
     pub fn with_max_response_size(mut self, bytes: usize) -> Self {
         self.max_response_size = bytes;
+        self
+    }
+
+    /// Sets what reads ask the server to encode in:
+    /// [`ContentType::Json`](crate::ContentType::Json) turns protobuf off.
+    #[must_use]
+    pub fn with_content_type(mut self, content_type: crate::ContentType) -> Self {
+        self.content_type = content_type;
         self
     }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use secrecy::{ExposeSecret, SecretString};
 
-use super::kubeconfig::{AuthInfo, Cluster, Kubeconfig};
+use super::kubeconfig::{AuthInfo, Cluster, Context, Kubeconfig};
 use super::{
     parse_pem_certs, parse_pem_key, ClientIdentity, Config, ConfigError, KubeconfigOptions,
     TlsConfig,
@@ -56,68 +56,9 @@ pub(super) fn resolve(
     kubeconfig: &Kubeconfig,
     options: &KubeconfigOptions,
 ) -> Result<Config, ConfigError> {
-    let context_name = options
-        .context
-        .clone()
-        .or_else(|| kubeconfig.current_context.clone())
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| {
-            invalid(
-                "current-context".to_owned(),
-                format!(
-                    "not set in {} and no context was given",
-                    files_of(kubeconfig)
-                ),
-            )
-        })?;
-    let named = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == context_name)
-        .ok_or_else(|| {
-            invalid(
-                field("contexts", &context_name, "", None),
-                format!("no such context in {}", files_of(kubeconfig)),
-            )
-        })?;
-    let source = named.source.as_deref();
-    let context = named.context.as_ref().ok_or_else(|| {
-        invalid(
-            field("contexts", &context_name, "context", source),
-            "missing",
-        )
-    })?;
-
-    let cluster_name = options
-        .cluster
-        .clone()
-        .unwrap_or_else(|| context.cluster.clone());
-    if cluster_name.is_empty() {
-        return Err(invalid(
-            field("contexts", &context_name, "cluster", source),
-            "no cluster named",
-        ));
-    }
-    let named_cluster = kubeconfig
-        .clusters
-        .iter()
-        .find(|c| c.name == cluster_name)
-        .ok_or_else(|| {
-            invalid(
-                field("clusters", &cluster_name, "", None),
-                format!(
-                    "no such cluster in {} (used by context {context_name})",
-                    files_of(kubeconfig)
-                ),
-            )
-        })?;
-    let cluster_source = named_cluster.source.as_deref();
-    let cluster = named_cluster.cluster.as_ref().ok_or_else(|| {
-        invalid(
-            field("clusters", &cluster_name, "cluster", cluster_source),
-            "missing",
-        )
-    })?;
+    let (context_name, context, source) = selected_context(kubeconfig, options)?;
+    let (cluster_name, cluster, cluster_source) =
+        selected_cluster(kubeconfig, options, &context_name, context, source)?;
     let at_cluster = |key: &str| field("clusters", &cluster_name, key, cluster_source);
 
     let mut config = Config::new(server_url(cluster, &at_cluster)?);
@@ -157,6 +98,88 @@ pub(super) fn resolve(
         }
     }
     Ok(config)
+}
+
+/// The context in use (`options.context`, else `current-context`): its
+/// name, its body and the file it came from.
+fn selected_context<'k>(
+    kubeconfig: &'k Kubeconfig,
+    options: &KubeconfigOptions,
+) -> Result<(String, &'k Context, Option<&'k Path>), ConfigError> {
+    let context_name = options
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            invalid(
+                "current-context".to_owned(),
+                format!(
+                    "not set in {} and no context was given",
+                    files_of(kubeconfig)
+                ),
+            )
+        })?;
+    let named = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .ok_or_else(|| {
+            invalid(
+                field("contexts", &context_name, "", None),
+                format!("no such context in {}", files_of(kubeconfig)),
+            )
+        })?;
+    let source = named.source.as_deref();
+    let context = named.context.as_ref().ok_or_else(|| {
+        invalid(
+            field("contexts", &context_name, "context", source),
+            "missing",
+        )
+    })?;
+    Ok((context_name, context, source))
+}
+
+/// The cluster in use (`options.cluster`, else the context's): its name,
+/// its body and the file it came from.
+fn selected_cluster<'k>(
+    kubeconfig: &'k Kubeconfig,
+    options: &KubeconfigOptions,
+    context_name: &str,
+    context: &Context,
+    source: Option<&Path>,
+) -> Result<(String, &'k Cluster, Option<&'k Path>), ConfigError> {
+    let cluster_name = options
+        .cluster
+        .clone()
+        .unwrap_or_else(|| context.cluster.clone());
+    if cluster_name.is_empty() {
+        return Err(invalid(
+            field("contexts", context_name, "cluster", source),
+            "no cluster named",
+        ));
+    }
+    let named_cluster = kubeconfig
+        .clusters
+        .iter()
+        .find(|c| c.name == cluster_name)
+        .ok_or_else(|| {
+            invalid(
+                field("clusters", &cluster_name, "", None),
+                format!(
+                    "no such cluster in {} (used by context {context_name})",
+                    files_of(kubeconfig)
+                ),
+            )
+        })?;
+    let cluster_source = named_cluster.source.as_deref();
+    let cluster = named_cluster.cluster.as_ref().ok_or_else(|| {
+        invalid(
+            field("clusters", &cluster_name, "cluster", cluster_source),
+            "missing",
+        )
+    })?;
+    Ok((cluster_name, cluster, cluster_source))
 }
 
 fn server_url(cluster: &Cluster, at: &dyn Fn(&str) -> String) -> Result<http::Uri, ConfigError> {

@@ -19,6 +19,11 @@
 //! The caches behind this are LRUs of 4096 keys by default
 //! ([`CorrelatorOptions`]). Messages longer than 1024 bytes are cut there.
 //!
+//! [`Recorder::publish`] is the same path awaited: it returns once the
+//! event is written (or filtered, or given up), so a controller can be
+//! sure an event is recorded before it acts — before removing a
+//! finalizer, the last moment the object the event is about exists.
+//!
 //! ```no_run
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use kcontrol_client::events::{EventType, Recorder};
@@ -90,6 +95,23 @@ impl std::fmt::Display for EventType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Why an awaited event ([`Recorder::publish`]) was not written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The per-object spam filter dropped it (more than its burst of
+    /// events about one object from this source).
+    #[error("the event was dropped by the per-object spam filter")]
+    Filtered,
+    /// The API server refused the write, or every attempt failed.
+    #[error("writing the event failed: {0}")]
+    Write(#[source] crate::Error),
+    /// The writer stopped (its runtime shut down) before the event was
+    /// written.
+    #[error("the event writer stopped before the event was written")]
+    WriterStopped,
 }
 
 /// A recorder could not be built.
@@ -264,7 +286,7 @@ impl Recorder {
         match self
             .inner
             .tx
-            .try_send(Message::Event(Box::new(event), Instant::now()))
+            .try_send(Message::Event(Box::new(event), Instant::now(), None))
         {
             Ok(()) => {
                 counters.recorded.fetch_add(1, Ordering::Relaxed);
@@ -276,6 +298,52 @@ impl Recorder {
                 }
             }
         }
+    }
+
+    /// Records an event about `obj` and waits until it is written: the
+    /// buffered path of [`event`](Self::event) (in order with it,
+    /// correlated, counted, retried on transient failures), awaited. Waits
+    /// for room when the buffer is full instead of dropping the event.
+    ///
+    /// Use it where the event must exist before the controller goes on:
+    /// before removing a finalizer (the object, and the reason it went,
+    /// are otherwise gone before the event is written), before exiting.
+    /// Elsewhere [`event`](Self::event) is cheaper: it never waits.
+    ///
+    /// # Errors
+    /// [`PublishError`]: filtered as spam, refused or failed after the
+    /// retries, or the writer stopped.
+    pub async fn publish<K: TypedResource>(
+        &self,
+        obj: &K,
+        event_type: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Result<(), PublishError> {
+        self.publish_for(object_reference(obj), event_type, reason, message)
+            .await
+    }
+
+    /// [`publish`](Self::publish) about the object `reference` points at.
+    ///
+    /// # Errors
+    /// As [`publish`](Self::publish).
+    pub async fn publish_for(
+        &self,
+        reference: ObjectReference,
+        event_type: EventType,
+        reason: &str,
+        message: impl Into<String>,
+    ) -> Result<(), PublishError> {
+        let event = self.make_event(reference, event_type, reason, message.into());
+        log_event(&event, event_type);
+        let (reply, outcome) = oneshot::channel();
+        let message = Message::Event(Box::new(event), Instant::now(), Some(reply));
+        if self.inner.tx.send(message).await.is_err() {
+            return Err(PublishError::WriterStopped);
+        }
+        self.inner.counters.recorded.fetch_add(1, Ordering::Relaxed);
+        outcome.await.unwrap_or(Err(PublishError::WriterStopped))
     }
 
     /// What the recorder did so far.

@@ -12,13 +12,17 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::correlator::{Correlated, Correlator};
 use super::stats::Counters;
+use super::PublishError;
 use crate::{Api, Client, Error, Patch, PatchParams, PostParams};
+
+/// Where the outcome of an awaited event goes ([`Recorder::publish`](super::Recorder::publish)).
+pub(crate) type Reply = oneshot::Sender<Result<(), PublishError>>;
 
 /// What the recorder sends to the writer.
 #[derive(Debug)]
 pub(crate) enum Message {
-    /// An event, and when it was recorded.
-    Event(Box<Event>, Instant),
+    /// An event, when it was recorded, and who waits for its outcome.
+    Event(Box<Event>, Instant, Option<Reply>),
     /// Answer once everything sent before is written or given up.
     Flush(oneshot::Sender<()>),
 }
@@ -42,6 +46,7 @@ struct Retry {
     due: tokio::time::Instant,
     attempt: u32,
     write: Correlated,
+    reply: Option<Reply>,
 }
 
 /// How one write ended.
@@ -98,7 +103,7 @@ impl Writer {
                 None => rx.recv().await,
             };
             match message {
-                Some(Message::Event(event, at)) => self.record(*event, at).await,
+                Some(Message::Event(event, at, reply)) => self.record(*event, at, reply).await,
                 Some(Message::Flush(done)) => self.flush_waiters.push(done),
                 None => break,
             }
@@ -106,7 +111,9 @@ impl Writer {
         }
         let abandoned = self.pending.len() as u64;
         self.counters.failed.fetch_add(abandoned, Ordering::Relaxed);
-        self.pending.clear();
+        for retry in self.pending.drain(..) {
+            answer(retry.reply, Err(PublishError::WriterStopped));
+        }
         self.release_flushes();
     }
 
@@ -119,10 +126,11 @@ impl Writer {
         }
     }
 
-    async fn record(&mut self, event: Event, at: Instant) {
+    async fn record(&mut self, event: Event, at: Instant, reply: Option<Reply>) {
         let correlated = self.correlator.correlate(event, at);
         if correlated.skip {
             self.counters.filtered.fetch_add(1, Ordering::Relaxed);
+            answer(reply, Err(PublishError::Filtered));
             tracing::debug!(
                 reason = correlated.event.reason.as_deref().unwrap_or(""),
                 object = correlated
@@ -135,7 +143,7 @@ impl Writer {
             );
             return;
         }
-        self.attempt(correlated, 1).await;
+        self.attempt(correlated, 1, reply).await;
     }
 
     async fn retry_due(&mut self) {
@@ -145,24 +153,26 @@ impl Writer {
         self.pending = later;
         for r in due {
             self.counters.retried.fetch_add(1, Ordering::Relaxed);
-            self.attempt(r.write, r.attempt + 1).await;
+            self.attempt(r.write, r.attempt + 1, r.reply).await;
         }
         self.release_flushes();
     }
 
-    async fn attempt(&mut self, write: Correlated, attempt: u32) {
+    async fn attempt(&mut self, write: Correlated, attempt: u32, reply: Option<Reply>) {
         match self.write(&write).await {
             Ok(Outcome::Created(stored)) => {
                 self.counters.created.fetch_add(1, Ordering::Relaxed);
                 self.correlator.update_state(&stored);
+                answer(reply, Ok(()));
             }
             Ok(Outcome::Patched(stored)) => {
                 self.counters.patched.fetch_add(1, Ordering::Relaxed);
                 self.correlator.update_state(&stored);
+                answer(reply, Ok(()));
             }
             Err(e) if retryable(&e) && attempt < self.retry.max_attempts => {
                 if self.pending.len() >= self.retry.max_pending {
-                    self.give_up(&write, &e);
+                    self.give_up(&write, e, reply);
                     return;
                 }
                 let delay = e.retry_after().unwrap_or_else(|| self.backoff(attempt));
@@ -171,9 +181,10 @@ impl Writer {
                     due: tokio::time::Instant::now() + delay,
                     attempt,
                     write,
+                    reply,
                 });
             }
-            Err(e) => self.give_up(&write, &e),
+            Err(e) => self.give_up(&write, e, reply),
         }
     }
 
@@ -185,7 +196,7 @@ impl Writer {
             .min(self.retry.max_backoff)
     }
 
-    fn give_up(&self, write: &Correlated, error: &Error) {
+    fn give_up(&self, write: &Correlated, error: Error, reply: Option<Reply>) {
         self.counters.failed.fetch_add(1, Ordering::Relaxed);
         let event = &write.event;
         if error.is_already_exists() {
@@ -195,6 +206,7 @@ impl Writer {
                 name = event.metadata.name.as_deref().unwrap_or(""),
                 "event already exists"
             );
+            answer(reply, Ok(()));
             return;
         }
         tracing::warn!(
@@ -203,6 +215,7 @@ impl Writer {
             object = event.involved_object.name.as_deref().unwrap_or(""),
             "could not write event; giving up"
         );
+        answer(reply, Err(PublishError::Write(error)));
     }
 
     /// Patches the earlier Event for a repeat (creating it anew if it is
@@ -226,6 +239,14 @@ impl Writer {
         api.create(&PostParams::default(), &fresh)
             .await
             .map(Outcome::Created)
+    }
+}
+
+/// Tells whoever awaits the event how it ended (nobody may wait).
+fn answer(reply: Option<Reply>, outcome: Result<(), PublishError>) {
+    if let Some(reply) = reply {
+        // the publisher may have stopped waiting (its future dropped)
+        let _ = reply.send(outcome);
     }
 }
 

@@ -7,8 +7,11 @@
 //! [`ListScanner`] finds each element of `items` (and each other top-level
 //! field: `kind`, `apiVersion`, `metadata`, in any order, before or after
 //! the items) as a byte range; [`ListStream`] decodes each range with
-//! `serde_json` into the caller's type and keeps the list's metadata.
+//! `serde_json` into the caller's type and keeps the list's metadata. A
+//! protobuf answer is cut the same way by kcontrol-proto's `ListDecoder`
+//! and each item decoded by its schema (`protobuf.rs`).
 
+mod protobuf;
 mod scanner;
 
 use std::future::Future;
@@ -39,6 +42,12 @@ enum Source<K> {
     Body {
         chunks: ChunkStream,
         scanner: ListScanner,
+        chunks_done: bool,
+    },
+    /// A protobuf body being cut.
+    Protobuf {
+        chunks: ChunkStream,
+        decoder: kcontrol_proto::ListDecoder,
         chunks_done: bool,
     },
     /// A list already decoded.
@@ -355,6 +364,9 @@ impl<K: DeserializeOwned> Stream for ListStream<K> {
                 return this.fail(Error::Timeout(limit));
             }
         }
+        if let Source::Protobuf { .. } = this.source {
+            return this.poll_protobuf(cx);
+        }
         if let Source::Decoded(items) = &mut this.source {
             return match items.next() {
                 Some(item) => {
@@ -392,11 +404,16 @@ impl<K: KubeObject + DeserializeOwned> Api<K> {
         if !response.status().is_success() {
             return Err(client.error_response(response).await);
         }
+        let protobuf = crate::content::is_protobuf(response.headers());
         let mapper = client.clone();
         let chunks = BodyDataStream::new(response.into_body())
             .map_err(move |e| mapper.transport_error(Box::new(e), false));
         let what = format!("list of {}", self.resource().plural);
-        let stream = ListStream::new(chunks, what, client.max_watch_frame_size());
+        let stream = if protobuf {
+            ListStream::new_protobuf(chunks, what, client.max_watch_frame_size())
+        } else {
+            ListStream::new(chunks, what, client.max_watch_frame_size())
+        };
         Ok(match client.request_timeout() {
             Some(limit) => stream.with_timeout(limit.saturating_sub(started.elapsed())),
             None => stream,

@@ -22,11 +22,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use kcontrol_reflector::metrics::prometheus::{
+    counters, gauges, histograms, with_label, HistogramFamily, Labels,
+};
+
 use super::InformerMetrics;
 use crate::notification::NotificationKind;
-
-type Labels = Vec<(String, String)>;
-type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
 
 /// Handler call durations: 10 µs to about 10 s.
 fn handler_histogram() -> Histogram {
@@ -68,48 +69,33 @@ pub struct PrometheusInformerMetrics {
 impl PrometheusInformerMetrics {
     /// Registers the informer metric families in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let m = Self {
-            queued: Family::default(),
-            handled: Family::default(),
-            duration: Family::new_with_constructor(handler_histogram),
-            panics: Family::default(),
-            pending: Family::default(),
-            synced: Family::default(),
-            handlers: Family::default(),
-        };
         let r = registry.sub_registry_with_prefix("informer");
-        r.register(
-            "notifications",
-            "Notifications queued for a handler, by kind",
-            m.queued.clone(),
-        );
-        r.register(
-            "handled",
-            "Notifications a handler has handled, by kind",
-            m.handled.clone(),
-        );
-        r.register(
-            "handler_duration_seconds",
-            "How long a handler took per notification",
-            m.duration.clone(),
-        );
-        r.register(
-            "handler_panics",
-            "Handler calls that panicked",
-            m.panics.clone(),
-        );
-        r.register(
-            "pending_notifications",
-            "Notifications waiting in a handler's buffer",
-            m.pending.clone(),
-        );
-        r.register(
-            "handler_synced",
-            "1 once the handler has handled its initial list",
-            m.synced.clone(),
-        );
-        r.register("handlers", "Handlers registered", m.handlers.clone());
-        m
+        Self {
+            queued: counters(
+                r,
+                "notifications",
+                "Notifications queued for a handler, by kind",
+            ),
+            handled: counters(r, "handled", "Notifications a handler has handled, by kind"),
+            duration: histograms(
+                r,
+                "handler_duration_seconds",
+                "How long a handler took per notification",
+                handler_histogram,
+            ),
+            panics: counters(r, "handler_panics", "Handler calls that panicked"),
+            pending: gauges(
+                r,
+                "pending_notifications",
+                "Notifications waiting in a handler's buffer",
+            ),
+            synced: gauges(
+                r,
+                "handler_synced",
+                "1 once the handler has handled its initial list",
+            ),
+            handlers: gauges(r, "handlers", "Handlers registered"),
+        }
     }
 
     /// The metrics of the informer called `name`.
@@ -136,9 +122,7 @@ impl Named {
     }
 
     fn with_kind(&self, handler: &str, kind: NotificationKind) -> Labels {
-        let mut labels = self.labels(handler);
-        labels.push(("kind".to_owned(), kind.as_str().to_owned()));
-        labels
+        with_label(&self.labels(handler), "kind", kind.as_str())
     }
 }
 

@@ -23,7 +23,7 @@ fn in1_a_blocked_handler_delays_no_other_handler_nor_the_store() {
     // The fast handler gets every event while the slow one is still stuck
     // in its very first notification.
     assert!(fast.wait_logged(N));
-    assert!(eventually(|| gate.arrived() == 1));
+    eventually_blocking("gate.arrived() == 1", || gate.arrived() == 1);
     assert!(slow.log().is_empty());
     assert_eq!(
         gate.arrived(),
@@ -32,9 +32,9 @@ fn in1_a_blocked_handler_delays_no_other_handler_nor_the_store() {
     );
     // ... and the informer kept going: everything is stored, and the slow
     // handler's notifications wait in its own buffer.
-    assert!(eventually(
-        || fifo.is_empty() && h.informer.store().len() == N
-    ));
+    eventually_blocking("fifo.is_empty() && h.informer.store().len() == N", || {
+        fifo.is_empty() && h.informer.store().len() == N
+    });
     let mut pending = Vec::new();
     h.informer.processor.for_each(|l| pending.push(l.pending()));
     assert_eq!(pending, [N - 1, 0]);
@@ -91,11 +91,11 @@ fn in1_a_panicking_handler_keeps_handling_and_others_are_unaffected() {
     fifo.replace([cm("a", "bad", "1"), cm("a", "ok", "1")], "1")
         .unwrap();
     h.barrier(&[&good]);
-    assert!(eventually(|| handled
-        .load(std::sync::atomic::Ordering::SeqCst)
-        >= 3));
+    eventually_blocking("3 notifications handled", || {
+        handled.load(std::sync::atomic::Ordering::SeqCst) >= 3
+    });
     // the panic counted as handled: the registration still syncs
-    assert!(eventually(|| reg.has_synced()));
+    eventually_blocking("reg.has_synced()", || reg.has_synced());
     assert_eq!(good.view().len(), 2);
     h.stop();
 }

@@ -61,7 +61,7 @@ fn in2_a_late_handler_gets_the_store_first_then_live_events() {
     assert!(late.errors().is_empty(), "{:?}", late.errors());
     assert_eq!(late.view(), h.store_view());
     assert_eq!(early.view(), h.store_view());
-    assert!(eventually(|| reg.has_synced()));
+    eventually_blocking("reg.has_synced()", || reg.has_synced());
     h.stop();
 }
 
@@ -73,7 +73,7 @@ fn in2_handlers_joining_during_churn_lose_and_repeat_nothing() {
     let fifo = h.start();
     fifo.replace((0..KEYS / 2).map(|i| cm("ns", &format!("k{i}"), "0")), "0")
         .unwrap();
-    assert!(eventually(|| h.informer.has_synced()));
+    eventually_blocking("h.informer.has_synced()", || h.informer.has_synced());
 
     let done = Arc::new(AtomicBool::new(false));
     let feeder = {
@@ -99,6 +99,7 @@ fn in2_handlers_joining_during_churn_lose_and_repeat_nothing() {
         let r = Recorder::new();
         let reg = h.informer.add_event_handler(Arc::clone(&r)).unwrap();
         late.push((r, reg));
+        // staggers the joins over the feed (interleaving, not a wait)
         std::thread::sleep(Duration::from_millis(2));
     }
     feeder.join().unwrap();
@@ -115,7 +116,7 @@ fn in2_handlers_joining_during_churn_lose_and_repeat_nothing() {
         assert!(live
             .iter()
             .all(|e| !matches!(e, Event::Add { initial: true, .. })));
-        assert!(eventually(|| reg.has_synced()));
+        eventually_blocking("reg.has_synced()", || reg.has_synced());
     }
     h.stop();
 }
@@ -136,6 +137,6 @@ fn in2_a_handler_added_before_the_first_list_gets_it_as_initial() {
     assert!(log
         .iter()
         .all(|e| matches!(e, Event::Add { initial: true, .. })));
-    assert!(eventually(|| reg.has_synced()));
+    eventually_blocking("reg.has_synced()", || reg.has_synced());
     h.stop();
 }

@@ -46,7 +46,7 @@ fn in3_deletions_arrive_typed_with_final_state_or_tombstone() {
     fifo.delete(cm("a", "watched", "2")).unwrap();
     fifo.replace([cm("a", "kept", "1")], "3").unwrap();
     h.barrier(&[&r]);
-    assert!(eventually(|| seen.lock().len() >= 2));
+    eventually_blocking("seen.lock().len() >= 2", || seen.lock().len() >= 2);
     let mut got = seen.lock().clone();
     got.sort();
     assert_eq!(got, ["final a/watched@2", "tombstone a/missed last 1"]);
@@ -112,7 +112,7 @@ fn in3_handlers_get_the_stores_arc_not_a_copy() {
     let fifo = h.start();
     let obj = cm("a", "x", "1");
     fifo.add(Arc::clone(&obj)).unwrap();
-    assert!(eventually(|| !got.lock().is_empty()));
+    eventually_blocking("!got.lock().is_empty()", || !got.lock().is_empty());
     let handed = got.lock()[0].clone();
     assert!(Arc::ptr_eq(&handed, &obj));
     assert!(Arc::ptr_eq(

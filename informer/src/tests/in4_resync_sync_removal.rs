@@ -27,16 +27,16 @@ fn in4_has_synced_waits_for_the_handler_to_handle_its_initial_list() {
     let fifo = h.start();
     fifo.replace((0..50).map(|i| cm("a", &format!("o{i}"), "1")), "1")
         .unwrap();
-    assert!(eventually(|| fast_reg.has_synced()));
+    eventually_blocking("fast_reg.has_synced()", || fast_reg.has_synced());
     assert!(h.informer.has_synced());
-    assert!(eventually(|| gate.arrived() == 1));
+    eventually_blocking("gate.arrived() == 1", || gate.arrived() == 1);
     // The store has synced, but the slow handler is stuck on its first add.
     for _ in 0..20 {
         assert!(!slow_reg.has_synced());
         std::thread::sleep(Duration::from_millis(1));
     }
     gate.open();
-    assert!(eventually(|| slow_reg.has_synced()));
+    eventually_blocking("slow_reg.has_synced()", || slow_reg.has_synced());
     assert_eq!(slow.view(), h.store_view());
     assert_eq!(fast.view(), h.store_view());
     h.stop();
@@ -48,15 +48,15 @@ fn in4_a_late_handler_is_synced_only_after_its_snapshot() {
     let fifo = h.start();
     fifo.replace((0..20).map(|i| cm("a", &format!("o{i}"), "1")), "1")
         .unwrap();
-    assert!(eventually(|| h.informer.has_synced()));
+    eventually_blocking("h.informer.has_synced()", || h.informer.has_synced());
     let gate = Arc::new(Gate::default());
     let late = Recorder::gated(&gate);
     let reg = h.informer.add_event_handler(Arc::clone(&late)).unwrap();
     assert!(!reg.has_synced(), "synced before handling the snapshot");
-    assert!(eventually(|| gate.arrived() == 1));
+    eventually_blocking("gate.arrived() == 1", || gate.arrived() == 1);
     assert!(!reg.has_synced());
     gate.open();
-    assert!(eventually(|| reg.has_synced()));
+    eventually_blocking("reg.has_synced()", || reg.has_synced());
     assert_eq!(late.view().len(), 20);
     h.stop();
 }
@@ -235,7 +235,9 @@ fn in4_a_removed_handler_gets_nothing_more_and_its_thread_ends() {
     h.informer.remove_event_handler(&reg).unwrap();
     h.informer.remove_event_handler(&reg).unwrap(); // twice is fine
                                                     // its thread ended and let go of the handler
-    assert!(eventually(|| Arc::strong_count(&goes) == 1));
+    eventually_blocking("Arc::strong_count(&goes) == 1", || {
+        Arc::strong_count(&goes) == 1
+    });
     fifo.update(cm("a", "x", "2")).unwrap();
     fifo.add(cm("a", "y", "1")).unwrap();
     h.barrier(&[&stays]);
@@ -280,7 +282,9 @@ fn in4_a_handler_may_remove_itself() {
         fifo.add(cm("a", &format!("o{i}"), "1")).unwrap();
     }
     h.barrier(&[&witness]);
-    assert!(eventually(|| h.informer.processor.len() == 1));
+    eventually_blocking("h.informer.processor.len() == 1", || {
+        h.informer.processor.len() == 1
+    });
     assert!(*calls.lock() >= 3 && *calls.lock() <= 10);
     h.stop();
 }
@@ -294,10 +298,7 @@ fn in4_a_stopped_informer_takes_no_handlers_and_does_not_restart() {
     assert!(h.informer.has_started() && !h.informer.is_stopped());
     h.stop();
     assert!(h.informer.is_stopped());
-    assert!(
-        eventually(|| Arc::strong_count(&r) == 1),
-        "handler threads ended"
-    );
+    eventually_blocking("handler threads ended", || Arc::strong_count(&r) == 1);
     assert!(matches!(
         h.informer.add_event_handler(Recorder::new()),
         Err(InformerError::Stopped { .. })
@@ -351,9 +352,6 @@ fn dropping_the_run_future_stops_the_informer_and_its_handlers() {
     });
     assert!(h.informer.is_stopped());
     assert!(h.source.fifo().unwrap().is_closed());
-    assert!(
-        eventually(|| Arc::strong_count(&r) == 1),
-        "handler thread ended"
-    );
+    eventually_blocking("handler thread ended", || Arc::strong_count(&r) == 1);
     assert!(h.informer.add_event_handler(Recorder::new()).is_err());
 }

@@ -50,6 +50,8 @@ fn in6_waits_for_every_informer_and_registration() {
     let third = Arc::clone(&fifos[2]);
     let opener = Arc::clone(&gate);
     let helper = std::thread::spawn(move || {
+        // shapes the interleaving (most likely while the wait runs); the
+        // wait ends the same whether it starts before or after
         std::thread::sleep(Duration::from_millis(20));
         third.replace([cm("b", "y", "1")], "7").unwrap();
         opener.open();
@@ -73,6 +75,8 @@ fn in6_shutdown_ends_the_wait() {
     let token = CancellationToken::new();
     let cancel = token.clone();
     let helper = std::thread::spawn(move || {
+        // shapes the interleaving: a wait cancelled before or during it
+        // ends the same way
         std::thread::sleep(Duration::from_millis(20));
         cancel.cancel();
     });

@@ -75,13 +75,15 @@ fn metrics_count_notifications_depth_and_sync() {
     fifo.update(cm("a", "o1", "2")).unwrap();
     fifo.delete(cm("a", "o2", "3")).unwrap();
     assert!(fast.wait_logged(12));
-    assert!(eventually(|| fast_reg.has_synced()));
-    assert!(eventually(|| counts.synced.lock().as_slice() == ["fast"]));
-    assert!(eventually(
-        || counts.max_pending.lock().get("slow") >= Some(&10)
-    ));
+    eventually_blocking("fast_reg.has_synced()", || fast_reg.has_synced());
+    eventually_blocking("the fast handler counted as synced", || {
+        counts.synced.lock().as_slice() == ["fast"]
+    });
+    eventually_blocking("10 pending for the slow handler", || {
+        counts.max_pending.lock().get("slow") >= Some(&10)
+    });
     gate.open();
-    assert!(eventually(|| slow_reg.has_synced()));
+    eventually_blocking("slow_reg.has_synced()", || slow_reg.has_synced());
     assert!(slow.wait_logged(12));
     let key = |h: &str, k| (h.to_owned(), k);
     for handler in ["slow", "fast"] {
@@ -89,11 +91,13 @@ fn metrics_count_notifications_depth_and_sync() {
         assert_eq!(q[&key(handler, NotificationKind::Add)], 10);
         assert_eq!(q[&key(handler, NotificationKind::Update)], 1);
         assert_eq!(q[&key(handler, NotificationKind::Delete)], 1);
-        assert!(eventually(|| counts
-            .handled
-            .lock()
-            .get(&key(handler, NotificationKind::Delete))
-            == Some(&1)));
+        eventually_blocking("one delete handled", || {
+            counts
+                .handled
+                .lock()
+                .get(&key(handler, NotificationKind::Delete))
+                == Some(&1)
+        });
     }
     let mut synced = counts.synced.lock().clone();
     synced.sort();

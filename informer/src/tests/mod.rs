@@ -52,19 +52,7 @@ pub(crate) fn rv(obj: &ConfigMap) -> String {
     obj.resource_version().unwrap_or_default().to_owned()
 }
 
-/// Polls `cond` until true or [`WAIT`] passes; returns whether it became true.
-pub(crate) fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + WAIT;
-    let mut pause = Duration::from_micros(100);
-    while Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-    cond()
-}
+pub(crate) use kcontrol_testserver::eventually_blocking;
 
 /// A small deterministic random number generator (xorshift64*).
 pub(crate) struct Rng(pub(crate) u64);
@@ -320,7 +308,9 @@ impl Harness {
             self.runtime
                 .spawn(async move { informer.run(token).await.unwrap() }),
         );
-        assert!(eventually(|| self.source.fifo().is_some()));
+        eventually_blocking("self.source.fifo().is_some()", || {
+            self.source.fifo().is_some()
+        });
         self.fifo()
     }
 
@@ -336,10 +326,9 @@ impl Harness {
         let name = format!("s{n}");
         self.fifo().add(cm(SENTINEL_NS, &name, "0")).unwrap();
         let lister = self.informer.lister();
-        assert!(
-            eventually(|| lister.get(SENTINEL_NS, &name).is_some()),
-            "barrier {n} not stored"
-        );
+        eventually_blocking(format!("barrier {n} to be stored"), || {
+            lister.get(SENTINEL_NS, &name).is_some()
+        });
         for r in recorders {
             assert!(r.wait_sentinel(n), "a handler did not reach barrier {n}");
         }

@@ -124,7 +124,7 @@ fn run(ops: &[Op], handlers_before_start: u8) -> Result<(), TestCaseError> {
     for (r, reg) in &active {
         prop_assert!(r.errors().is_empty(), "{:?}", r.errors());
         prop_assert_eq!(&r.view(), &store);
-        prop_assert!(eventually(|| reg.has_synced()));
+        eventually_blocking("the registration to sync", || reg.has_synced());
     }
     h.stop();
     Ok(())

@@ -235,10 +235,11 @@ async fn chaos_store_and_handlers_converge_to_the_server() {
 
     // faults have stopped: everything converges to the server
     let want = server_view(&server, None);
-    let converged = eventually(|| {
+    let converged = try_eventually("every view to converge", async || {
         view_of(&informer.store().list()) == want && early.view() == want && late.0.view() == want
     })
-    .await;
+    .await
+    .is_ok();
     let store = view_of(&informer.store().list());
     assert!(
         converged,
@@ -259,7 +260,11 @@ async fn chaos_store_and_handlers_converge_to_the_server() {
         &late.0.errors()[..late.0.errors().len().min(5)]
     );
     // counted once the handlers return, a moment after they recorded
-    assert!(eventually(|| early_reg.has_synced() && late.1.has_synced()).await);
+    eventually(
+        "early_reg.has_synced() && late.1.has_synced()",
+        async || early_reg.has_synced() && late.1.has_synced(),
+    )
+    .await;
     assert!(informer.store().check_consistency().is_ok());
     shutdown.cancel();
     bounded(run).await.unwrap();

@@ -116,7 +116,10 @@ async fn informer_follows_the_server_over_http() {
         .await
         .unwrap();
     api.delete("c2", &DeleteParams::default()).await.unwrap();
-    assert!(eventually(|| r.view() == server_view(&server, Some("default"))).await);
+    eventually("the handler's view to match the server", async || {
+        r.view() == server_view(&server, Some("default"))
+    })
+    .await;
     let live: Vec<Event> = r
         .log()
         .into_iter()
@@ -178,12 +181,15 @@ async fn in1_a_stuck_handler_delays_neither_the_others_nor_the_store() {
             .unwrap();
     }
     let want = server_view(&server, Some("default"));
-    assert!(eventually(|| fast.view() == want).await);
-    assert!(eventually(|| view_of(&informer.store().list()) == want).await);
+    eventually("fast.view() == want", async || fast.view() == want).await;
+    eventually("view_of(&informer.store().list()) == want", async || {
+        view_of(&informer.store().list()) == want
+    })
+    .await;
     // The registration counts an initial add as handled once the handler
     // returns, a moment after the recorder saw it (when the list came
     // after the creates, the last event seen is an initial one).
-    assert!(eventually(|| fast_reg.has_synced()).await);
+    eventually("fast_reg.has_synced()", async || fast_reg.has_synced()).await;
     assert_eq!(
         gate.arrived(),
         1,
@@ -191,8 +197,8 @@ async fn in1_a_stuck_handler_delays_neither_the_others_nor_the_store() {
     );
     assert!(stuck.log().is_empty() && !stuck_reg.has_synced());
     gate.open();
-    assert!(eventually(|| stuck.view() == want).await);
-    assert!(eventually(|| stuck_reg.has_synced()).await);
+    eventually("stuck.view() == want", async || stuck.view() == want).await;
+    eventually("stuck_reg.has_synced()", async || stuck_reg.has_synced()).await;
     assert_eq!(stuck.log(), fast.log());
     run.stop().await;
 }
@@ -208,7 +214,7 @@ async fn in2_a_late_handler_gets_the_store_then_live_events_while_the_server_chu
     }
     let informer = informer_of(&server, "default").build();
     let run = Running::start(Arc::clone(&informer));
-    assert!(eventually(|| informer.has_synced()).await);
+    eventually("informer.has_synced()", async || informer.has_synced()).await;
     let churn = {
         let objects = server.objects();
         tokio::task::spawn_blocking(move || {
@@ -233,15 +239,22 @@ async fn in2_a_late_handler_gets_the_store_then_live_events_while_the_server_chu
         let r = Recorder::new();
         let reg = informer.add_event_handler(Arc::clone(&r)).unwrap();
         late.push((r, reg));
+        // staggers the joins over the churn (interleaving, not a wait)
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
     bounded(churn).await.unwrap();
     let want = server_view(&server, Some("default"));
     for (r, reg) in &late {
-        assert!(eventually(|| r.view() == want).await, "{:?}", r.errors());
+        assert!(
+            try_eventually("the late handler's view", async || r.view() == want)
+                .await
+                .is_ok(),
+            "{:?}",
+            r.errors()
+        );
         assert!(r.errors().is_empty(), "{:?}", r.errors());
         // counted once the handler returns, a moment after it recorded
-        assert!(eventually(|| reg.has_synced()).await);
+        eventually("reg.has_synced()", async || reg.has_synced()).await;
         let log = r.log();
         let snapshot = log
             .iter()
@@ -280,7 +293,7 @@ async fn in3_a_deletion_the_watch_missed_arrives_as_a_typed_tombstone() {
         ))
         .unwrap();
     let run = Running::start(Arc::clone(&informer));
-    assert!(eventually(|| informer.has_synced()).await);
+    eventually("informer.has_synced()", async || informer.has_synced()).await;
     let last_rv = rv(&informer.lister().get("default", "missed").unwrap());
     // the watch never sees the deletion: delivery is paused, the history is
     // compacted and the watch dropped, so the reflector must relist
@@ -292,7 +305,10 @@ async fn in3_a_deletion_the_watch_missed_arrives_as_a_typed_tombstone() {
     server.faults().compact();
     server.faults().close_all_watches();
     server.faults().resume_watches();
-    assert!(eventually(|| !deletions.lock().is_empty()).await);
+    eventually("!deletions.lock().is_empty()", async || {
+        !deletions.lock().is_empty()
+    })
+    .await;
     assert_eq!(
         *deletions.lock(),
         [format!("tombstone default/missed last rv {last_rv}")]
@@ -302,7 +318,10 @@ async fn in3_a_deletion_the_watch_missed_arrives_as_a_typed_tombstone() {
         .objects()
         .delete("configmaps", "default", "kept")
         .unwrap();
-    assert!(eventually(|| deletions.lock().len() == 2).await);
+    eventually("deletions.lock().len() == 2", async || {
+        deletions.lock().len() == 2
+    })
+    .await;
     assert_eq!(deletions.lock()[1], "final default/kept");
     assert!(informer.store().is_empty());
     run.stop().await;
@@ -327,27 +346,37 @@ async fn in4_handlers_resync_on_their_own_period_and_can_be_removed() {
         .unwrap();
     let removed_reg = informer.add_event_handler(Arc::clone(&removed)).unwrap();
     let run = Running::start(Arc::clone(&informer));
-    assert!(eventually(|| removed_reg.has_synced()).await);
+    eventually("removed_reg.has_synced()", async || {
+        removed_reg.has_synced()
+    })
+    .await;
     informer.remove_event_handler(&removed_reg).unwrap();
     let removed_log = removed.log();
     let is_sync = |e: &Event| matches!(e, Event::Update { old, new, .. } if old == new);
     // the reflector's resync check (every 1 s) reaches only `resyncing`
-    assert!(eventually(|| resyncing.log().iter().filter(|e| is_sync(e)).count() >= 2).await);
+    eventually(
+        "resyncing.log().iter().filter(|e| is_sync(e)).count() >= 2",
+        async || resyncing.log().iter().filter(|e| is_sync(e)).count() >= 2,
+    )
+    .await;
     server
         .objects()
         .update("configmaps", "default", cm("a", "1"))
         .unwrap();
-    assert!(eventually(|| quiet.view() == server_view(&server, Some("default"))).await);
+    eventually("the quiet handler's view to match the server", async || {
+        quiet.view() == server_view(&server, Some("default"))
+    })
+    .await;
     assert!(quiet.log().iter().all(|e| !is_sync(e)));
     assert_eq!(
         removed.log(),
         removed_log,
         "a removed handler hears nothing more"
     );
-    assert!(
-        eventually(|| Arc::strong_count(&removed) == 1).await,
-        "its thread ended"
-    );
+    eventually("its thread ended", async || {
+        Arc::strong_count(&removed) == 1
+    })
+    .await;
     run.stop().await;
 }
 
@@ -392,7 +421,7 @@ async fn in5_the_transform_drops_managed_fields_before_storing() {
     let dropped = stripped.lister().get("default", "a").unwrap();
     assert!(dropped.meta().managed_fields.is_none());
     assert_eq!(dropped.data, kept.data);
-    assert!(eventually(|| seen.lock().is_some()).await);
+    eventually("seen.lock().is_some()", async || seen.lock().is_some()).await;
     assert_eq!(
         *seen.lock(),
         Some(None),
@@ -442,7 +471,10 @@ async fn a_watch_list_informer_syncs_and_follows_like_a_listing_one() {
         .delete("configmaps", "default", "c4")
         .unwrap();
     let want = server_view(&server, Some("default"));
-    assert!(eventually(|| rs.view() == want && rl.view() == want).await);
+    eventually("rs.view() == want && rl.view() == want", async || {
+        rs.view() == want && rl.view() == want
+    })
+    .await;
     assert_eq!(
         view_of(&streaming.store().list()),
         view_of(&listing.store().list())
@@ -472,10 +504,7 @@ async fn the_watch_error_handler_hears_failures_and_is_set_before_start() {
         .faults()
         .fail_next(2, kcontrol_testserver::Failure::InternalError);
     let run = Running::start(Arc::clone(&informer));
-    assert!(
-        eventually(|| informer.has_synced()).await,
-        "synced after the failures"
-    );
+    eventually("synced after the failures", async || informer.has_synced()).await;
     assert!(errors.lock().len() >= 2, "{:?}", errors.lock());
     assert!(matches!(
         informer.set_watch_error_handler(|_| {}),
@@ -577,10 +606,17 @@ async fn in1_async_handlers_see_what_thread_handlers_see_and_a_stuck_one_holds_u
             .unwrap();
     }
     let want = server_view(&server, Some("default"));
-    assert!(eventually(|| view_of(&informer.store().list()) == want).await);
-    assert!(eventually(|| threaded.view() == want && fast.view() == want).await);
+    eventually("view_of(&informer.store().list()) == want", async || {
+        view_of(&informer.store().list()) == want
+    })
+    .await;
+    eventually(
+        "threaded.view() == want && fast.view() == want",
+        async || threaded.view() == want && fast.view() == want,
+    )
+    .await;
     assert_eq!(fast.log(), threaded.log());
-    assert!(eventually(|| fast_reg.has_synced()).await);
+    eventually("fast_reg.has_synced()", async || fast_reg.has_synced()).await;
     for (recorder, _, reg) in &stuck_handlers {
         assert!(recorder.log().is_empty() && !reg.has_synced());
     }
@@ -588,8 +624,8 @@ async fn in1_async_handlers_see_what_thread_handlers_see_and_a_stuck_one_holds_u
         gate.add_permits(tokio::sync::Semaphore::MAX_PERMITS);
     }
     for (recorder, _, reg) in &stuck_handlers {
-        assert!(eventually(|| recorder.view() == want).await);
-        assert!(eventually(|| reg.has_synced()).await);
+        eventually("recorder.view() == want", async || recorder.view() == want).await;
+        eventually("reg.has_synced()", async || reg.has_synced()).await;
         assert_eq!(recorder.log(), threaded.log());
         assert!(recorder.errors().is_empty(), "{:?}", recorder.errors());
     }

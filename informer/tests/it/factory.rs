@@ -72,7 +72,7 @@ async fn in6_one_informer_per_resource_and_scope_started_and_awaited_together() 
     let late = factory.scoped_informer::<Secret>(InformerScope::all().namespace("b"));
     assert!(!late.has_started());
     factory.start(&shutdown).unwrap();
-    assert!(eventually(|| late.has_synced()).await);
+    eventually("late.has_synced()", async || late.has_synced()).await;
     assert!(cms
         .lister()
         .get("a", "y")
@@ -127,6 +127,8 @@ async fn in6_wait_reports_each_informer_and_ends_on_timeout_or_shutdown() {
     // the caller's shutdown ends the wait, and the informers
     let cancel = shutdown.clone();
     tokio::spawn(async move {
+        // shapes the interleaving; a shutdown before or during the wait
+        // ends it the same way
         tokio::time::sleep(Duration::from_millis(50)).await;
         cancel.cancel();
     });
@@ -135,7 +137,10 @@ async fn in6_wait_reports_each_informer_and_ends_on_timeout_or_shutdown() {
         .unwrap_err();
     assert!(matches!(err, CacheSyncError::Shutdown { .. }), "{err}");
     assert_eq!(err.unsynced().len(), 1, "{err}");
-    assert!(eventually(|| cms.is_stopped() && missing.is_stopped()).await);
+    eventually("cms.is_stopped() && missing.is_stopped()", async || {
+        cms.is_stopped() && missing.is_stopped()
+    })
+    .await;
     bounded(factory.shutdown()).await;
 }
 
@@ -248,16 +253,21 @@ async fn metadata_informer_follows_the_server(use_watch_list: bool) {
         .update("configmaps", "a", labelled("x", "db"))
         .unwrap();
     server.objects().delete("configmaps", "a", "y").unwrap();
-    assert!(
-        eventually(|| labels_of("x").as_deref() == Some("db") && meta.store().len() == 1).await
-    );
+    eventually("x relabelled db, alone in the metadata store", async || {
+        labels_of("x").as_deref() == Some("db") && meta.store().len() == 1
+    })
+    .await;
 
     // only a bookmark can carry a version past the last ConfigMap change
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
     server.objects().create("secrets", "a", secret).unwrap();
     let now = server.objects().resource_version().to_string();
     assert!(
-        eventually(|| meta.last_sync_resource_version().as_deref() == Some(now.as_str())).await,
+        try_eventually("a bookmark accepted", async || {
+            meta.last_sync_resource_version().as_deref() == Some(now.as_str())
+        })
+        .await
+        .is_ok(),
         "no bookmark accepted: at {:?}, server at {now}",
         meta.last_sync_resource_version()
     );

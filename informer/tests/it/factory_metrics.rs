@@ -2,8 +2,6 @@
 //! the registry given to `InformerFactoryBuilder::registry` (feature
 //! `prometheus`): lists, watch events and cache sizes per informer.
 
-use std::time::Duration;
-
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_informer::{InformerFactory, ResourceEventHandlerFuncs};
 use prometheus_client::registry::Registry;
@@ -60,19 +58,20 @@ async fn the_factory_reports_every_informer_to_the_registry() {
         .objects()
         .create("configmaps", "default", cm("c3", "0"))
         .unwrap();
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let text = encode(&registry);
-        if text.contains(&format!(
-            "reflector_watch_events_total{{{name},type=\"ADDED\"}} 1"
-        )) && text.contains(&format!("informer_objects{{{name}}} 4"))
-        {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{text}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(registration.has_synced());
+    // the handler's initial adds are delivered on its own task, so its
+    // registration syncs some time after the cache did
+    let counted = try_eventually(
+        "the ADDED event and 4 objects counted, the handler synced",
+        async || {
+            let text = encode(&registry);
+            text.contains(&format!(
+                "reflector_watch_events_total{{{name},type=\"ADDED\"}} 1"
+            )) && text.contains(&format!("informer_objects{{{name}}} 4"))
+                && registration.has_synced()
+        },
+    )
+    .await;
+    assert!(counted.is_ok(), "{}", encode(&registry));
     stop.cancel();
     factory.shutdown().await;
     server.shutdown().await;

@@ -16,7 +16,9 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{bounded, client, eventually, namespaces, server, server_view};
+use crate::support::{
+    bounded, client, eventually, namespaces, server, server_view, try_eventually,
+};
 
 lean_resource! {
     /// Only the names, labels and `data` of ConfigMaps.
@@ -163,7 +165,12 @@ async fn lean_informers_follow_the_server(use_watch_list: bool) {
             lean_view()
         )
     };
-    assert!(eventually(converged).await, "{}", state());
+    let converge = async || {
+        if let Err(e) = try_eventually("both informers to converge", async || converged()).await {
+            panic!("{e}: {}", state());
+        }
+    };
+    converge().await;
     let x = compact.store().get_by_key("a/x").unwrap();
     assert_eq!(x.data.get("v"), Some("2"));
 
@@ -176,8 +183,11 @@ async fn lean_informers_follow_the_server(use_watch_list: bool) {
         .update("configmaps", "a", labelled("w", "web", "3"))
         .unwrap();
     server.objects().delete("configmaps", "a", "x").unwrap();
-    assert!(eventually(|| lists(&server) > before || use_watch_list).await);
-    assert!(eventually(converged).await, "{}", state());
+    eventually("a relist (or a WatchList)", async || {
+        lists(&server) > before || use_watch_list
+    })
+    .await;
+    converge().await;
     let w = lean.store().get_by_key("a/w").unwrap();
     assert_eq!(w.data.get("v"), Some("3"));
 

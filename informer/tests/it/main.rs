@@ -7,6 +7,7 @@
 
 mod chaos;
 mod e2e;
+mod encodings;
 mod factory;
 #[cfg(feature = "prometheus")]
 mod factory_metrics;

@@ -68,17 +68,7 @@ pub fn rv(obj: &ConfigMap) -> String {
     obj.resource_version().unwrap_or_default().to_owned()
 }
 
-/// Polls `cond` (every 10 ms) until it holds or [`DEADLINE`] passes.
-pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    while tokio::time::Instant::now() < deadline {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    cond()
-}
+pub use kcontrol_testserver::{eventually, try_eventually};
 
 /// Runs `f` with a bound, failing the test if it does not finish.
 pub async fn bounded<T>(f: impl Future<Output = T>) -> T {

@@ -180,6 +180,27 @@ fn rf5_a_flapping_server_does_not_get_the_backoff_back_to_the_start() {
 }
 
 #[test]
+fn rf5_a_flapping_server_gets_one_spread_relist_per_backoff_period() {
+    // each flap: refused, then the 410 relist; only the first return in a
+    // backoff period is spread, the next ones wait full steps (client-go's)
+    let mut p = Pacing::new(PacingPreset::Kcontrol, config());
+    let t = Instant::now();
+    let mut relists = Vec::new();
+    for flap in 0..3u64 {
+        let now = t + Duration::from_secs(3 * flap);
+        p.after_failure_with(Failure::Unreachable, now, 0.0);
+        relists.push(ms(p.after_failure_with(Failure::Expired, now, 0.0)));
+    }
+    // bases: refused 0.8, spread of 1.6 (0 at r=0); refused 3.2, full 6.4;
+    // refused 12.8, full 25.6
+    assert_eq!(relists, [0, 6400, 25600]);
+    // a quiet period later the backoff starts over, and with it the spread
+    let later = t + Duration::from_secs(6 + 121);
+    p.after_failure_with(Failure::Unreachable, later, 0.0);
+    assert_eq!(ms(p.after_failure_with(Failure::Expired, later, 0.5)), 800);
+}
+
+#[test]
 fn rf3_watch_timeouts_lie_in_min_to_twice_min() {
     let five = Duration::from_secs(300);
     assert_eq!(watch_timeout_seconds(five, 0.0), 300);

@@ -26,14 +26,65 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use super::{ReflectorMetrics, RestartCause, WatchEventType};
 
-type Labels = Vec<(String, String)>;
-type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+/// A metric's labels: `name="<reflector or informer name>"` first.
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub type Labels = Vec<(String, String)>;
 
-/// List durations: 10 ms to about 160 s.
+/// A family of histograms, each made by the family's bucket constructor.
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub type HistogramFamily = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// Registers `family` in `registry` as `name` and returns it (a family is a
+/// handle: the registry and the returned value share the metrics).
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub fn registered<M, C>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    family: Family<Labels, M, C>,
+) -> Family<Labels, M, C>
+where
+    Family<Labels, M, C>: Metric + Clone,
+{
+    registry.register(name, help, family.clone());
+    family
+}
+
+/// A counter family registered in `registry`.
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub fn counters(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Counter> {
+    registered(registry, name, help, Family::default())
+}
+
+/// A gauge family registered in `registry`.
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub fn gauges(registry: &mut Registry, name: &str, help: &str) -> Family<Labels, Gauge> {
+    registered(registry, name, help, Family::default())
+}
+
+/// A histogram family with `buckets` registered in `registry`.
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub fn histograms(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    buckets: fn() -> Histogram,
+) -> HistogramFamily {
+    registered(registry, name, help, Family::new_with_constructor(buckets))
+}
+
+/// `labels` and one more.
+#[doc(hidden)] // shared with kcontrol-informer's exporter, not API
+pub fn with_label(labels: &Labels, key: &str, value: &str) -> Labels {
+    let mut more = labels.clone();
+    more.push((key.to_owned(), value.to_owned()));
+    more
+}
+
 /// Objects per list: 1 to about a million.
 fn items_histogram() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 4.0, 11))
@@ -44,6 +95,7 @@ fn watch_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.1, 3.0, 10))
 }
 
+/// List durations: 10 ms to about 160 s.
 fn list_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 2.0, 15))
 }
@@ -92,82 +144,60 @@ pub struct PrometheusReflectorMetrics {
 impl PrometheusReflectorMetrics {
     /// Registers the reflector metric families in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let m = Self {
-            lists: Family::default(),
-            relists: Family::default(),
-            items: Family::default(),
-            list_duration: Family::new_with_constructor(list_histogram),
-            watches: Family::default(),
-            events: Family::default(),
-            resyncs: Family::default(),
-            failures: Family::default(),
-            last_rv: Family::default(),
-            items_per_list: Family::new_with_constructor(items_histogram),
-            watch_duration: Family::new_with_constructor(watch_histogram),
-            watch_restarts: Family::default(),
-            relist_incomplete: Family::default(),
-        };
         let r = registry.sub_registry_with_prefix("reflector");
-        r.register(
-            "lists",
-            "Lists started (including WatchList initial syncs)",
-            m.lists.clone(),
-        );
-        r.register(
-            "relists",
-            "Relists, by what ended the previous ListAndWatch iteration (cause)",
-            m.relists.clone(),
-        );
-        r.register("list_items", "Objects received by lists", m.items.clone());
-        r.register(
-            "list_duration_seconds",
-            "How long successful lists took",
-            m.list_duration.clone(),
-        );
-        r.register("watches", "Watch requests sent", m.watches.clone());
-        r.register(
-            "watch_events",
-            "Watch events received, by type",
-            m.events.clone(),
-        );
-        r.register("resyncs", "Resyncs queued", m.resyncs.clone());
-        r.register("failures", "List and watch failures", m.failures.clone());
-        r.register(
-            "last_resource_version",
-            "The last synced resourceVersion (when numeric)",
-            m.last_rv.clone(),
-        );
-        r.register(
-            "items_per_list",
-            "Objects received per successful list",
-            m.items_per_list.clone(),
-        );
-        r.register(
-            "watch_duration_seconds",
-            "How long watch streams lasted",
-            m.watch_duration.clone(),
-        );
-        r.register(
-            "watch_restarts",
-            "Watches started again, by what ended the previous one (cause)",
-            m.watch_restarts.clone(),
-        );
-        r.register(
-            "relist_incomplete",
-            "1 while a list or WatchList has delivered part of a new state without completing it: the store may hold objects at the newer version beside objects that state no longer has",
-            m.relist_incomplete.clone(),
-        );
-        m
+        Self {
+            lists: counters(r, "lists", "Lists started (including WatchList initial syncs)"),
+            relists: counters(
+                r,
+                "relists",
+                "Relists, by what ended the previous ListAndWatch iteration (cause)",
+            ),
+            items: counters(r, "list_items", "Objects received by lists"),
+            list_duration: histograms(
+                r,
+                "list_duration_seconds",
+                "How long successful lists took",
+                list_histogram,
+            ),
+            watches: counters(r, "watches", "Watch requests sent"),
+            events: counters(r, "watch_events", "Watch events received, by type"),
+            resyncs: counters(r, "resyncs", "Resyncs queued"),
+            failures: counters(r, "failures", "List and watch failures"),
+            last_rv: registered(
+                r,
+                "last_resource_version",
+                "The last synced resourceVersion (when numeric)",
+                Family::default(),
+            ),
+            items_per_list: histograms(
+                r,
+                "items_per_list",
+                "Objects received per successful list",
+                items_histogram,
+            ),
+            watch_duration: histograms(
+                r,
+                "watch_duration_seconds",
+                "How long watch streams lasted",
+                watch_histogram,
+            ),
+            watch_restarts: counters(
+                r,
+                "watch_restarts",
+                "Watches started again, by what ended the previous one (cause)",
+            ),
+            relist_incomplete: gauges(
+                r,
+                "relist_incomplete",
+                "1 while a list or WatchList has delivered part of a new state without completing it: the store may hold objects at the newer version beside objects that state no longer has",
+            ),
+        }
     }
 
     /// The metrics of the reflector called `name`.
     pub fn for_reflector(&self, name: &str) -> Arc<dyn ReflectorMetrics> {
         let labels = vec![("name".to_owned(), name.to_owned())];
-        let with_type = |t: WatchEventType| {
-            let mut l = labels.clone();
-            l.push(("type".to_owned(), t.as_str().to_owned()));
-            l
-        };
+        let with_type = |t: WatchEventType| with_label(&labels, "type", t.as_str());
         let event_labels = [
             with_type(WatchEventType::Added),
             with_type(WatchEventType::Modified),
@@ -193,9 +223,7 @@ struct Named {
 
 impl Named {
     fn with_cause(&self, cause: RestartCause) -> Labels {
-        let mut labels = self.labels.clone();
-        labels.push(("cause".to_owned(), cause.as_str().to_owned()));
-        labels
+        with_label(&self.labels, "cause", cause.as_str())
     }
 }
 

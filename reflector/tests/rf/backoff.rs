@@ -35,10 +35,10 @@ fn watch_scope() -> FaultScope {
 /// Waits until a watch call succeeds after `failed` failed ones.
 async fn wait_rewatch(calls: &Arc<Mutex<Vec<Call>>>, failed: usize) -> Vec<Call> {
     let c = calls.clone();
-    wait_for(
+    eventually_within(
         "a successful watch after the failures",
         DEADLINE,
-        move || {
+        async move || {
             let watches = crate::support::calls(&c, true);
             let failures = watches.iter().filter(|w| w.outcome.is_err()).count();
             failures >= failed && watches.last().is_some_and(|w| w.outcome.is_ok())
@@ -168,7 +168,7 @@ async fn rf4_5xx_error_events_and_very_short_watches_relist() {
         }
     });
     server.faults().close_all_watches();
-    wait_for("two relists", DEADLINE, || {
+    eventually_within("two relists", DEADLINE, async || {
         requests(&server, Verb::List).len() >= 3
     })
     .await;
@@ -247,9 +247,11 @@ async fn rf4_refused_connections_back_off_and_watch_again_without_a_relist() {
     h.converge(&server).await;
     wait_watch_delivered(&server, &h).await;
     server.faults().close_all_watches();
-    wait_for("three refused watches and a good one", DEADLINE, || {
-        lw.watches.load(Ordering::SeqCst) >= 5
-    })
+    eventually_within(
+        "three refused watches and a good one",
+        DEADLINE,
+        async || lw.watches.load(Ordering::SeqCst) >= 5,
+    )
     .await;
     update(&server, "cm-1", "after-refusals");
     h.converge(&server).await;
@@ -290,7 +292,7 @@ async fn rf4_watches_dropped_before_an_answer_watch_again_after_a_backoff() {
         }
     });
     server.faults().close_all_watches();
-    wait_for("three dropped watches", DEADLINE, || {
+    eventually_within("three dropped watches", DEADLINE, async || {
         dropped.load(Ordering::SeqCst) >= 4
     })
     .await;

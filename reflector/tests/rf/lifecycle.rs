@@ -48,7 +48,7 @@ async fn shutdown_ends_run_promptly_mid_list() {
     });
     let h = Harness::for_url(&proxy.url(), config());
     let store = h.store.clone();
-    wait_for("a list under way", DEADLINE, || {
+    eventually_within("a list under way", DEADLINE, async || {
         !store.list_keys().is_empty()
     })
     .await;
@@ -73,7 +73,7 @@ async fn shutdown_ends_run_promptly_mid_watch_and_mid_backoff() {
         }),
     );
     let errors = h.errors.clone();
-    wait_for("a failed list", DEADLINE, || {
+    eventually_within("a failed list", DEADLINE, async || {
         !errors.lock().unwrap().is_empty()
     })
     .await;
@@ -104,7 +104,7 @@ async fn closing_the_fifo_ends_run() {
         }),
     );
     let errors = h.errors.clone();
-    wait_for("a failed list", DEADLINE, || {
+    eventually_within("a failed list", DEADLINE, async || {
         !errors.lock().unwrap().is_empty()
     })
     .await;
@@ -150,13 +150,16 @@ async fn resyncs_follow_the_period_and_should_resync() {
             }),
     );
     h.synced().await;
-    wait_for("should_resync to be asked", DEADLINE, || {
+    eventually_within("should_resync to be asked", DEADLINE, async || {
         asked.load(Ordering::SeqCst) >= 3
     })
     .await;
     assert_eq!(h.popped(DeltaType::Sync), 0, "should_resync said no");
     allow.store(true, Ordering::SeqCst);
-    wait_for("Sync deltas", DEADLINE, || h.popped(DeltaType::Sync) >= 8).await;
+    eventually_within("Sync deltas", DEADLINE, async || {
+        h.popped(DeltaType::Sync) >= 8
+    })
+    .await;
     h.converge(&server).await;
     h.stop().await;
 }
@@ -252,13 +255,13 @@ async fn metrics_count_lists_relists_watches_and_events() {
     h.converge(&server).await;
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    wait_for("the relist", DEADLINE, || {
+    eventually_within("the relist", DEADLINE, async || {
         metrics.relists.load(Ordering::SeqCst) == 1
     })
     .await;
     h.converge(&server).await;
     assert_eq!(metrics.lists.load(Ordering::SeqCst), 2);
-    wait_for("the relist to finish", DEADLINE, || {
+    eventually_within("the relist to finish", DEADLINE, async || {
         metrics.items.load(Ordering::SeqCst) == 4 + 5
     })
     .await;
@@ -273,7 +276,7 @@ async fn metrics_count_lists_relists_watches_and_events() {
     );
     // the closed watch is resumed, the 410 on it relists, and the watch
     // after the relist is a restart caused by that 410
-    wait_for("the watch after the relist", DEADLINE, || {
+    eventually_within("the watch after the relist", DEADLINE, async || {
         metrics.causes.lock().unwrap().len() >= 3
     })
     .await;
@@ -317,7 +320,7 @@ async fn list_watch_selectors_reach_lists_and_watches() {
         )
         .unwrap();
     let store = h.store.clone();
-    wait_for("the watched update", DEADLINE, || {
+    eventually_within("the watched update", DEADLINE, async || {
         store
             .get_by_key(&format!("{NS}/cm-0"))
             .is_some_and(|cm| cm.data.as_ref().unwrap()["value"] == "watched")

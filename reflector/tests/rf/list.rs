@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use kcontrol_client::Api;
 use kcontrol_deltafifo::DeltaType;
@@ -24,7 +23,7 @@ async fn force_relist(server: &kcontrol_testserver::TestServer, h: &Harness) {
     let lists_before = requests(server, Verb::List).len();
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    wait_for("a relist", DEADLINE, || {
+    eventually_within("a relist", DEADLINE, async || {
         requests(server, Verb::List).len() > lists_before
     })
     .await;
@@ -232,7 +231,7 @@ async fn rf9_objects_reach_the_fifo_while_the_list_is_still_arriving() {
     // the server holds back the rest of the body: objects of the first
     // 64 KiB are already in the FIFO, popped and stored
     let store = h.store.clone();
-    wait_for("objects before the end of the list", DEADLINE, || {
+    eventually_within("objects before the end of the list", DEADLINE, async || {
         !store.list_keys().is_empty()
     })
     .await;
@@ -270,7 +269,7 @@ async fn rf9_a_relist_broken_off_mid_body_deletes_nothing() {
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     let errors = h.errors.clone();
-    wait_for("broken relists", DEADLINE, || {
+    eventually_within("broken relists", DEADLINE, async || {
         errors
             .lock()
             .unwrap()
@@ -289,7 +288,6 @@ async fn rf9_a_relist_broken_off_mid_body_deletes_nothing() {
     h.converge(&server).await;
     assert_eq!(h.tombstones(), 0, "no broken relist deleted anything");
     assert_eq!(store_state(&h.store).len(), 2000);
-    tokio::time::sleep(Duration::from_millis(50)).await;
     h.stop().await;
 }
 
@@ -324,9 +322,13 @@ async fn a_list_without_a_resource_version_syncs_and_watches_from_empty() {
     h.synced().await;
     h.converge(&server).await;
     assert_eq!(h.fifo.last_sync_resource_version().as_deref(), Some(""));
-    let watches = requests(&server, Verb::Watch);
+    // the watch follows the list: the store can converge before it is sent
+    let watch = eventually_within("a watch after the list", DEADLINE, async || {
+        requests(&server, Verb::Watch).into_iter().next()
+    })
+    .await;
     assert_eq!(
-        param(&watches[0].query, "resourceVersion").unwrap_or_default(),
+        param(&watch.query, "resourceVersion").unwrap_or_default(),
         "",
         "watched from the current state"
     );

@@ -7,6 +7,7 @@
 mod back_in_time;
 mod backoff;
 mod convergence;
+mod encodings;
 mod lifecycle;
 mod list;
 mod pacing;

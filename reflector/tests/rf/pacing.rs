@@ -80,10 +80,10 @@ async fn rf5_a_watch_failing_with_503_and_retry_after_is_watched_again_not_relis
         s.faults().close_all_watches();
     }
     // twelve failed watches each: about 11 s of waiting what was asked
-    wait_for(
+    eventually_within(
         "twelve failed watches each",
         Duration::from_secs(50),
-        || failed_watches(&ours) >= 12 && failed_watches(&theirs) >= 12,
+        async || failed_watches(&ours) >= 12 && failed_watches(&theirs) >= 12,
     )
     .await;
     let lists = requests(&ours, Verb::List).len();
@@ -283,7 +283,7 @@ async fn rf5_a_wait_asked_in_an_error_event_is_a_floor_under_a_growing_backoff()
             .metrics(recorder.clone()),
     );
     h.synced().await;
-    wait_for("three relists", DEADLINE, || {
+    eventually_within("three relists", DEADLINE, async || {
         requests(&server, Verb::List).len() >= 4
     })
     .await;

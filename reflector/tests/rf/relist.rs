@@ -62,12 +62,12 @@ async fn rf9_after_a_relist_failed_part_way_the_next_ones_apply_whole_or_nothing
     });
     server.faults().compact();
     server.faults().close_all_watches();
-    wait_for("the third relist", DEADLINE, || {
+    eventually_within("the third relist", DEADLINE, async || {
         lists.load(Ordering::SeqCst) >= 3
     })
     .await;
     let fifo = h.fifo.clone();
-    wait_for("the FIFO drained", DEADLINE, move || fifo.is_empty()).await;
+    eventually_within("the FIFO drained", DEADLINE, async move || fifo.is_empty()).await;
     // mixed: the first object at its newer version, the deleted one still
     // there; and the reflector says so
     let store = store_state(&h.store);

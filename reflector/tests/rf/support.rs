@@ -136,20 +136,13 @@ pub fn store_state(store: &ThreadSafeStore<ConfigMap>) -> BTreeMap<String, Strin
         .collect()
 }
 
-/// Polls `cond` every 10 ms until it holds; panics with `what` after `limit`.
-pub async fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
+pub use kcontrol_testserver::eventually_within;
 
 /// Waits until the server has at least one watch open (a watch counts as
 /// open once `close_all_watches` would end it): a converged store does not
 /// mean the reflector's next watch has reached the server yet.
 pub async fn wait_watch_open(server: &TestServer) {
-    wait_for("an open watch", DEADLINE, || {
+    eventually_within("an open watch", DEADLINE, async || {
         server.counters().active_watches >= 1
     })
     .await;
@@ -162,7 +155,7 @@ pub async fn wait_watch_delivered(server: &TestServer, h: &Harness) {
     wait_watch_open(server).await;
     let rv = bump_version(server);
     let reflector = h.reflector.clone();
-    wait_for("an event on the watch", DEADLINE, move || {
+    eventually_within("an event on the watch", DEADLINE, async move || {
         reflector
             .last_sync_resource_version()
             .and_then(|v| v.parse::<u64>().ok())
@@ -291,7 +284,10 @@ impl Harness {
     /// Waits for the first sync to be consumed.
     pub async fn synced(&self) {
         let fifo = self.fifo.clone();
-        wait_for("the initial sync", DEADLINE, move || fifo.has_synced()).await;
+        eventually_within("the initial sync", DEADLINE, async move || {
+            fifo.has_synced()
+        })
+        .await;
     }
 
     /// Stops the reflector (bounded) and the consumer.

@@ -31,7 +31,7 @@ fn recording(server: &TestServer) -> (RecordingLw, Arc<Mutex<Vec<Call>>>) {
 /// Waits until `calls` holds more than `n` successful watch calls.
 async fn watch_calls_beyond(calls: &Arc<Mutex<Vec<Call>>>, n: usize) -> Vec<Call> {
     let c = calls.clone();
-    wait_for("a new watch", DEADLINE, move || {
+    eventually_within("a new watch", DEADLINE, async move || {
         crate::support::calls(&c, true)
             .iter()
             .filter(|w| w.outcome.is_ok())
@@ -108,7 +108,7 @@ async fn rf3_bookmarks_advance_the_version_and_queue_nothing() {
     }
     assert!(target > synced);
     let reflector = h.reflector.clone();
-    wait_for("a bookmark at the new version", DEADLINE, || {
+    eventually_within("a bookmark at the new version", DEADLINE, async || {
         rv_number(&reflector.last_sync_resource_version().unwrap()) >= target
     })
     .await;
@@ -124,7 +124,7 @@ async fn rf3_bookmarks_advance_the_version_and_queue_nothing() {
         requests(&server, Verb::List).len(),
     );
     server.faults().close_all_watches();
-    wait_for("a new watch", DEADLINE, || {
+    eventually_within("a new watch", DEADLINE, async || {
         requests(&server, Verb::Watch).len() > watches_before
     })
     .await;
@@ -141,16 +141,20 @@ async fn rf4_a_watch_that_ends_is_resumed_without_a_relist() {
     let h = Harness::for_url(server.url(), config());
     h.synced().await;
     for i in 0..3 {
-        let watches = server.counters().watches_opened;
         update(&server, &format!("cm-{i}"), "changed");
         h.converge(&server).await;
         let synced = h.reflector.last_sync_resource_version().unwrap();
+        // the request log (not the open-watch counter, which the server
+        // bumps before it logs the request) says which watch came next
+        let logged = requests(&server, Verb::Watch).len();
         server.faults().close_all_watches();
-        wait_for("the watch to resume", DEADLINE, || {
-            server.counters().watches_opened > watches
+        let resumed = eventually_within("the watch to resume", DEADLINE, async || {
+            let watches = requests(&server, Verb::Watch);
+            (watches.len() > logged)
+                .then(|| watches.last().cloned())
+                .flatten()
         })
         .await;
-        let resumed = requests(&server, Verb::Watch).pop().unwrap();
         assert!(
             rv_number(&param(&resumed.query, "resourceVersion").unwrap()) >= rv_number(&synced),
             "resumed from the last version"
@@ -231,7 +235,7 @@ async fn rf4_a_410_http_answer_to_a_watch_relists_and_other_errors_relist_after_
             }
         });
         server.faults().close_all_watches();
-        wait_for("a relist", DEADLINE, || {
+        eventually_within("a relist", DEADLINE, async || {
             requests(&server, Verb::List).len() > lists
         })
         .await;
@@ -308,7 +312,7 @@ async fn rf7_bad_events_that_keep_coming_lead_to_a_relist() {
     h.converge(&server).await;
     server.faults().send_unexpected_kind_frames(3);
     update(&server, "cm-0", "x");
-    wait_for("a relist", DEADLINE, || {
+    eventually_within("a relist", DEADLINE, async || {
         requests(&server, Verb::List).len() == 2
     })
     .await;
@@ -362,10 +366,10 @@ async fn rf7_dynamic_objects_of_another_kind_are_rejected() {
             }
         }
     });
-    wait_for("the initial list", DEADLINE, || fifo.has_synced()).await;
+    eventually_within("the initial list", DEADLINE, async || fifo.has_synced()).await;
     server.faults().send_unexpected_kind_frames(1);
     update(&server, "cm-1", "dynamic");
-    wait_for("the update", DEADLINE, || {
+    eventually_within("the update", DEADLINE, async || {
         seen.lock()
             .unwrap()
             .contains(&(format!("{NS}/cm-1"), "dynamic".to_owned()))
@@ -387,8 +391,9 @@ async fn rf7_dynamic_objects_of_another_kind_are_rejected() {
     assert!(!seen.lock().unwrap().iter().any(|(k, _)| k.is_empty()));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rf4_a_body_ending_inside_its_last_frame_is_a_normal_close() {
+/// A reflector over 3 ConfigMaps, through a proxy, synced and with a watch
+/// that has delivered an event.
+async fn synced_behind_a_proxy() -> (TestServer, Proxy, Harness) {
     let server = server().await;
     seed(&server, 3);
     let proxy = Proxy::start(server.url()).await;
@@ -396,25 +401,50 @@ async fn rf4_a_body_ending_inside_its_last_frame_is_a_normal_close() {
     h.synced().await;
     h.converge(&server).await;
     wait_watch_delivered(&server, &h).await;
-    // the next watch gets a bookmark, then the body ends cleanly in the
-    // middle of a frame (a server or proxy went away)
-    let rv = bump_version(&server);
+    (server, proxy, h)
+}
+
+/// A watch frame of type `event_type` carrying a ConfigMap at `rv` (no
+/// newline).
+fn configmap_event(event_type: &str, rv: u64) -> String {
+    format!(
+        "{{\"type\":\"{event_type}\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}}}"
+    )
+}
+
+/// Answers the proxy's next watch with `body`, forwarding every other
+/// request; the count of watches the proxy has seen.
+fn answer_the_next_watch(proxy: &Proxy, body: String) -> Arc<AtomicUsize> {
     let served = Arc::new(AtomicUsize::new(0));
     proxy.set_rule({
         let served = served.clone();
         move |_, _, q| {
             if param(q, "watch").is_some() && served.fetch_add(1, Ordering::SeqCst) == 0 {
-                Action::RespondRaw(format!(
-                    "{{\"type\":\"BOOKMARK\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}}}\n{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"Conf"
-                ))
+                Action::RespondRaw(body.clone())
             } else {
                 Action::Forward(q.to_owned())
             }
         }
     });
+    served
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf4_a_body_ending_inside_its_last_frame_is_a_normal_close() {
+    let (server, proxy, h) = synced_behind_a_proxy().await;
+    // the next watch gets a bookmark, then the body ends cleanly in the
+    // middle of a frame (a server or proxy went away)
+    let rv = bump_version(&server);
+    let served = answer_the_next_watch(
+        &proxy,
+        format!(
+            "{}\n{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"Conf",
+            configmap_event("BOOKMARK", rv)
+        ),
+    );
     let lists = requests(&server, Verb::List).len();
     server.faults().close_all_watches();
-    wait_for("the watch after the truncated one", DEADLINE, || {
+    eventually_within("the watch after the truncated one", DEADLINE, async || {
         served.load(Ordering::SeqCst) >= 2
     })
     .await;
@@ -430,33 +460,15 @@ async fn rf4_a_body_ending_inside_its_last_frame_is_a_normal_close() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rf7_an_unknown_event_type_relists_without_taking_its_version() {
-    let server = server().await;
-    seed(&server, 3);
-    let proxy = Proxy::start(server.url()).await;
-    let h = Harness::for_url(&proxy.url(), config());
-    h.synced().await;
-    h.converge(&server).await;
-    wait_watch_delivered(&server, &h).await;
+    let (server, proxy, h) = synced_behind_a_proxy().await;
     // the next watch gets an event of a type from the future: whatever
     // change it carried cannot be applied (its version lies ahead of any
     // the server will reach in this test)
     let rv = bump_version(&server) + 1000;
-    let served = Arc::new(AtomicUsize::new(0));
-    proxy.set_rule({
-        let served = served.clone();
-        move |_, _, q| {
-            if param(q, "watch").is_some() && served.fetch_add(1, Ordering::SeqCst) == 0 {
-                Action::RespondRaw(format!(
-                    "{{\"type\":\"SNAPSHOT\",\"object\":{{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"{rv}\"}}}}}}\n"
-                ))
-            } else {
-                Action::Forward(q.to_owned())
-            }
-        }
-    });
+    answer_the_next_watch(&proxy, format!("{}\n", configmap_event("SNAPSHOT", rv)));
     let lists = requests(&server, Verb::List).len();
     server.faults().close_all_watches();
-    wait_for("the relist", DEADLINE, || {
+    eventually_within("the relist", DEADLINE, async || {
         requests(&server, Verb::List).len() > lists
     })
     .await;

@@ -90,7 +90,7 @@ async fn rf6_a_stream_that_ends_before_the_end_bookmark_deletes_nothing_and_list
     server.faults().close_watches_after(Some(10));
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    wait_for("the fallback list", DEADLINE, || {
+    eventually_within("the fallback list", DEADLINE, async || {
         requests(&server, Verb::List).len() == 1
     })
     .await;
@@ -147,7 +147,7 @@ async fn rf6_a_refused_watch_list_lists_for_this_attempt_and_is_tried_again() {
     wait_watch_delivered(&server, &h).await;
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
-    wait_for("a second WatchList", DEADLINE, || {
+    eventually_within("a second WatchList", DEADLINE, async || {
         tried.load(Ordering::SeqCst) >= 2
     })
     .await;

@@ -9,7 +9,7 @@
 //! kube's order (configurations by name, webhooks as listed).
 
 use crate::meta;
-use crate::resource::{Behavior, ResourceInfo};
+use crate::resource::ResourceInfo;
 use crate::rest::Core;
 use crate::status::{FieldError, GroupResource};
 use base64::Engine;
@@ -28,43 +28,33 @@ pub(crate) const GROUP: &str = "admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations";
 const VALIDATING: &str = "validatingwebhookconfigurations";
 
-fn info(resource: &str, kind: &str) -> ResourceInfo {
-    ResourceInfo {
-        group: GROUP.into(),
-        version: "v1".into(),
-        resource: resource.into(),
-        singular: kind.to_ascii_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        namespaced: false,
-        short_names: Vec::new(),
-        categories: vec!["api-extensions".into()],
-        status_subresource: false,
-        tracks_generation: true,
-        allow_create_on_update: false,
-        return_deleted_object: false,
-        storage_version: "v1".into(),
-        schema: None,
-        validate_schema: false,
-        printer_columns: vec![crate::resource::PrinterColumn {
-            name: "Webhooks".into(),
-            type_: "integer".into(),
-            json_path: "!webhookcount".into(),
-            description: "Number of webhooks".into(),
-            priority: 0,
-        }],
-        selectable_fields: Vec::new(),
-        behavior: Behavior::Plain,
-        openapi_name: format!("io.k8s.api.admissionregistration.v1.{kind}"),
-        crd_name: None,
-    }
+/// A configuration resource of k8s-openapi type `K` (its OpenAPI schema
+/// served, and its list and map semantics used by apply and strategic
+/// merge patches), with kube-apiserver's category, generation and column.
+fn info<K>() -> ResourceInfo
+where
+    K: kcontrol_indexer::k8s_openapi::ListableResource
+        + kcontrol_indexer::k8s_openapi::schemars::JsonSchema,
+    K::Scope: kcontrol_indexer::Scope,
+{
+    let mut info = ResourceInfo::of::<K>();
+    info.categories = vec!["api-extensions".into()];
+    info.tracks_generation = true;
+    info.printer_columns = vec![crate::resource::PrinterColumn {
+        name: "Webhooks".into(),
+        type_: "integer".into(),
+        json_path: "!webhookcount".into(),
+        description: "Number of webhooks".into(),
+        priority: 0,
+    }];
+    info
 }
 
 /// The two resources, registered at start.
 pub(crate) fn resources() -> Vec<ResourceInfo> {
     vec![
-        info(MUTATING, "MutatingWebhookConfiguration"),
-        info(VALIDATING, "ValidatingWebhookConfiguration"),
+        info::<MutatingWebhookConfiguration>(),
+        info::<ValidatingWebhookConfiguration>(),
     ]
 }
 
@@ -117,65 +107,14 @@ pub(crate) fn validate_configuration(info: &ResourceInfo, obj: &Value) -> Vec<Fi
     let mut names = std::collections::HashSet::new();
     for (i, hook) in hooks.iter().enumerate() {
         let at = |f: &str| format!("webhooks[{i}].{f}");
-        let name = hook["name"].as_str().unwrap_or("");
-        if name.is_empty() {
-            errs.push(FieldError::required(at("name"), ""));
-        } else if name.split('.').count() < 3 || !meta::is_dns1123_subdomain(name) {
-            errs.push(FieldError::invalid(
-                at("name"),
-                json!(name),
-                "should be a domain with at least three segments separated by dots",
-            ));
-        } else if !names.insert(name.to_owned()) {
-            errs.push(FieldError {
-                kind: crate::status::FieldErrorKind::Duplicate,
-                field: at("name"),
-                value: Some(json!(name)),
-                detail: String::new(),
-            });
-        }
+        validate_webhook_name(
+            hook["name"].as_str().unwrap_or(""),
+            &at("name"),
+            &mut names,
+            &mut errs,
+        );
         validate_rules(&hook["rules"], &at("rules"), &mut errs);
-        one_of(
-            at("failurePolicy"),
-            &hook["failurePolicy"],
-            &["Fail", "Ignore"],
-            &mut errs,
-        );
-        one_of(
-            at("matchPolicy"),
-            &hook["matchPolicy"],
-            &["Equivalent", "Exact"],
-            &mut errs,
-        );
-        if hook["sideEffects"].is_null() {
-            errs.push(FieldError::required(
-                at("sideEffects"),
-                "must specify one of None, NoneOnDryRun",
-            ));
-        } else {
-            one_of(
-                at("sideEffects"),
-                &hook["sideEffects"],
-                &["None", "NoneOnDryRun"],
-                &mut errs,
-            );
-        }
-        if mutating {
-            one_of(
-                at("reinvocationPolicy"),
-                &hook["reinvocationPolicy"],
-                &["IfNeeded", "Never"],
-                &mut errs,
-            );
-        }
-        let timeout = &hook["timeoutSeconds"];
-        if timeout.as_i64().is_none_or(|t| !(1..=30).contains(&t)) {
-            errs.push(FieldError::invalid(
-                at("timeoutSeconds"),
-                timeout.clone(),
-                "the timeout value must be between 1 and 30 seconds",
-            ));
-        }
+        validate_policies(hook, &at, mutating, &mut errs);
         validate_review_versions(
             &hook["admissionReviewVersions"],
             &at("admissionReviewVersions"),
@@ -196,6 +135,83 @@ pub(crate) fn validate_configuration(info: &ResourceInfo, obj: &Value) -> Vec<Fi
         }
     }
     errs
+}
+
+/// A webhook's name: required, a DNS subdomain of at least three segments,
+/// unique in the configuration (`names` holds those seen so far).
+fn validate_webhook_name(
+    name: &str,
+    field: &str,
+    names: &mut std::collections::HashSet<String>,
+    errs: &mut Vec<FieldError>,
+) {
+    if name.is_empty() {
+        errs.push(FieldError::required(field, ""));
+    } else if name.split('.').count() < 3 || !meta::is_dns1123_subdomain(name) {
+        errs.push(FieldError::invalid(
+            field,
+            json!(name),
+            "should be a domain with at least three segments separated by dots",
+        ));
+    } else if !names.insert(name.to_owned()) {
+        errs.push(FieldError {
+            kind: crate::status::FieldErrorKind::Duplicate,
+            field: field.to_owned(),
+            value: Some(json!(name)),
+            detail: String::new(),
+        });
+    }
+}
+
+/// A webhook's failure, match, side-effect and (mutating) reinvocation
+/// policies and its timeout; `at` names a field of the webhook.
+fn validate_policies(
+    hook: &Value,
+    at: &dyn Fn(&str) -> String,
+    mutating: bool,
+    errs: &mut Vec<FieldError>,
+) {
+    one_of(
+        at("failurePolicy"),
+        &hook["failurePolicy"],
+        &["Fail", "Ignore"],
+        errs,
+    );
+    one_of(
+        at("matchPolicy"),
+        &hook["matchPolicy"],
+        &["Equivalent", "Exact"],
+        errs,
+    );
+    if hook["sideEffects"].is_null() {
+        errs.push(FieldError::required(
+            at("sideEffects"),
+            "must specify one of None, NoneOnDryRun",
+        ));
+    } else {
+        one_of(
+            at("sideEffects"),
+            &hook["sideEffects"],
+            &["None", "NoneOnDryRun"],
+            errs,
+        );
+    }
+    if mutating {
+        one_of(
+            at("reinvocationPolicy"),
+            &hook["reinvocationPolicy"],
+            &["IfNeeded", "Never"],
+            errs,
+        );
+    }
+    let timeout = &hook["timeoutSeconds"];
+    if timeout.as_i64().is_none_or(|t| !(1..=30).contains(&t)) {
+        errs.push(FieldError::invalid(
+            at("timeoutSeconds"),
+            timeout.clone(),
+            "the timeout value must be between 1 and 30 seconds",
+        ));
+    }
 }
 
 fn validate_review_versions(versions: &Value, field: &str, errs: &mut Vec<FieldError>) {
@@ -445,7 +461,7 @@ mod tests {
     use super::*;
 
     fn config(hook: Value) -> (ResourceInfo, Value) {
-        let info = info(VALIDATING, "ValidatingWebhookConfiguration");
+        let info = info::<ValidatingWebhookConfiguration>();
         let mut obj = json!({"metadata": {"name": "c"}, "webhooks": [hook]});
         default_configuration(&info, &mut obj);
         (info, obj)

@@ -189,7 +189,7 @@ mod tests {
     use super::*;
 
     fn attrs(op: Operation, sub: &str, namespace: &str) -> Attributes {
-        let mut info = crate::builtin::configmaps();
+        let mut info = (*crate::builtin::configmaps()).clone();
         info.version = "v1".into();
         Attributes {
             operation: op,

@@ -47,7 +47,7 @@ fn storage_info(
     webhook: bool,
 ) -> Result<Arc<ResourceInfo>, StatusError> {
     if info.behavior == Behavior::EventsV1 {
-        return Ok(Arc::new(crate::builtin::events()));
+        return Ok(crate::builtin::events());
     }
     if !webhook {
         return Ok(Arc::clone(info));
@@ -271,26 +271,8 @@ impl Admission {
         let (namespace, name) = (live.namespace(), live.name());
         let old_view = self.view(core, info, live.value()).await?;
         let live_rv = live.resource_version().to_string();
-        let (candidate, opts) = match change {
-            Change::Replace(body) => {
-                let mut c = body.clone();
-                if meta::meta_str(&c, "resourceVersion").is_empty() && c.is_object() {
-                    meta::set_meta_str(&mut c, "resourceVersion", &live_rv);
-                }
-                (c, opts.clone())
-            }
-            Change::Patch(PatchType::Apply, body) => {
-                let c = applied(info, name, &old_view, body, sub, opts)?;
-                (
-                    c,
-                    WriteOptions {
-                        fields_recorded: true,
-                        ..opts.clone()
-                    },
-                )
-            }
-            Change::Patch(t, body) => (patched(info, t, &old_view, body)?, opts.clone()),
-        };
+        let (candidate, opts) =
+            update_candidate(info, name, &old_view, &live_rv, change, sub, opts)?;
         // a conflict is retried unless the request pinned another version
         let retryable = meta::meta_str(&candidate, "resourceVersion") == live_rv;
         let retry = |e: StatusError| {
@@ -461,6 +443,41 @@ impl Admission {
 enum Retry {
     Again,
     Fail(StatusError),
+}
+
+/// What an update asks the object to become, before admission: the body of
+/// a replace (at the live resourceVersion unless it names one), or the
+/// live object (`old_view`) patched or applied to. Applying records its
+/// own managed fields.
+fn update_candidate(
+    info: &ResourceInfo,
+    name: &str,
+    old_view: &Value,
+    live_rv: &str,
+    change: Change<'_>,
+    sub: Subresource,
+    opts: &WriteOptions,
+) -> Result<(Value, WriteOptions), StatusError> {
+    Ok(match change {
+        Change::Replace(body) => {
+            let mut c = body.clone();
+            if meta::meta_str(&c, "resourceVersion").is_empty() && c.is_object() {
+                meta::set_meta_str(&mut c, "resourceVersion", live_rv);
+            }
+            (c, opts.clone())
+        }
+        Change::Patch(PatchType::Apply, body) => {
+            let c = applied(info, name, old_view, body, sub, opts)?;
+            (
+                c,
+                WriteOptions {
+                    fields_recorded: true,
+                    ..opts.clone()
+                },
+            )
+        }
+        Change::Patch(t, body) => (patched(info, t, old_view, body)?, opts.clone()),
+    })
 }
 
 impl From<StatusError> for Retry {

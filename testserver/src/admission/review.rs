@@ -89,21 +89,8 @@ pub(crate) fn verify(
     let Some(response) = review.get("response").filter(|r| r.is_object()) else {
         return Err((true, "webhook response was absent".into()));
     };
-    let got_uid = response["uid"].as_str().unwrap_or("");
     if version == "v1" {
-        if got_uid != uid {
-            return Err((
-                true,
-                format!("expected response.uid={uid:?}, got {got_uid:?}"),
-            ));
-        }
-        if review["apiVersion"] != "admission.k8s.io/v1" || review["kind"] != "AdmissionReview" {
-            return Err((true, format!(
-                "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}, Kind={}",
-                review["apiVersion"].as_str().unwrap_or(""),
-                review["kind"].as_str().unwrap_or("")
-            )));
-        }
+        verify_v1_envelope(&review, response, uid)?;
     }
     let patch = match response.get("patch").filter(|p| !p.is_null()) {
         None => None,
@@ -117,36 +104,7 @@ pub(crate) fn verify(
     }
     .filter(|p| !p.is_empty());
     let patch_type = response.get("patchType").filter(|p| !p.is_null());
-    if mutating {
-        match (&patch, patch_type) {
-            (Some(_), None) if version == "v1" => {
-                return Err((
-                    true,
-                    "webhook returned response.patch but not response.patchType".into(),
-                ))
-            }
-            (None, Some(_)) if version == "v1" => {
-                return Err((
-                    true,
-                    "webhook returned response.patchType but not response.patch".into(),
-                ))
-            }
-            (Some(_), Some(t)) if t != "JSONPatch" => {
-                return Err((true, format!("unsupported patch type {t}")))
-            }
-            _ => {}
-        }
-    } else if patch.is_some() {
-        return Err((
-            true,
-            "validating webhook may not return response.patch".into(),
-        ));
-    } else if patch_type.is_some() {
-        return Err((
-            true,
-            "validating webhook may not return response.patchType".into(),
-        ));
-    }
+    verify_patch_type(patch.is_some(), patch_type, version, mutating)?;
     Ok(Answer {
         allowed: response["allowed"].as_bool().unwrap_or(false),
         result: response.get("status").cloned().unwrap_or(Value::Null),
@@ -160,6 +118,64 @@ pub(crate) fn verify(
             })
             .unwrap_or_default(),
     })
+}
+
+/// An admission.k8s.io/v1 answer: an AdmissionReview of that version whose
+/// `response.uid` is the request's.
+fn verify_v1_envelope(review: &Value, response: &Value, uid: &str) -> Result<(), (bool, String)> {
+    let got_uid = response["uid"].as_str().unwrap_or("");
+    if got_uid != uid {
+        return Err((
+            true,
+            format!("expected response.uid={uid:?}, got {got_uid:?}"),
+        ));
+    }
+    if review["apiVersion"] != "admission.k8s.io/v1" || review["kind"] != "AdmissionReview" {
+        return Err((true, format!(
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {}, Kind={}",
+            review["apiVersion"].as_str().unwrap_or(""),
+            review["kind"].as_str().unwrap_or("")
+        )));
+    }
+    Ok(())
+}
+
+/// A mutating webhook's patch comes with its type (both or neither, in
+/// v1), a JSONPatch; a validating webhook returns neither.
+fn verify_patch_type(
+    has_patch: bool,
+    patch_type: Option<&Value>,
+    version: &str,
+    mutating: bool,
+) -> Result<(), (bool, String)> {
+    if mutating {
+        match (has_patch, patch_type) {
+            (true, None) if version == "v1" => Err((
+                true,
+                "webhook returned response.patch but not response.patchType".into(),
+            )),
+            (false, Some(_)) if version == "v1" => Err((
+                true,
+                "webhook returned response.patchType but not response.patch".into(),
+            )),
+            (true, Some(t)) if t != "JSONPatch" => {
+                Err((true, format!("unsupported patch type {t}")))
+            }
+            _ => Ok(()),
+        }
+    } else if has_patch {
+        Err((
+            true,
+            "validating webhook may not return response.patch".into(),
+        ))
+    } else if patch_type.is_some() {
+        Err((
+            true,
+            "validating webhook may not return response.patchType".into(),
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// `patch` as Go decodes a `[]byte`: a base64 string, or (what kube-rs's

@@ -1,19 +1,25 @@
-//! The Deployment status simulator: a configurable while after a
-//! Deployment's spec changes, its status reports every replica updated,
-//! ready and available for the new generation (what a healthy cluster
-//! reports once the rollout finished); in a cluster without nodes
+//! The Deployment simulator: a configurable while after a Deployment's
+//! spec changes, it keeps one ReplicaSet per template revision (kube's
+//! names and revision annotations). When the server has Nodes, the
+//! ReplicaSets' pods are real (the ReplicaSet controller's) and the
+//! Deployment's status adds up its ReplicaSets'. Without Nodes, the
+//! status reports every replica updated, ready and available for the new
+//! generation (what a healthy cluster reports once the rollout finished);
+//! with Nodes turned off
 //! ([`TestServer::set_nodes_ready`](crate::TestServer::set_nodes_ready)),
-//! what kube-controller-manager reports there: the generation observed,
-//! every replica unavailable.
+//! what kube-controller-manager reports in a cluster without nodes: the
+//! generation observed, every replica unavailable.
 
+use super::pods::controlled_by;
+use super::{nodes, Target};
 use crate::meta;
-use crate::rest::{Core, DeleteOptions, Subresource, WriteOptions};
+use crate::rest::{ControllerMsg, Core, DeleteOptions, Subresource, WriteOptions};
 use crate::status::StatusError;
 use crate::timeutil;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Schedules a status update for a Deployment after the simulator's delay.
+/// Schedules a sync of a Deployment after the simulator's delay.
 pub(crate) fn schedule(core: &Arc<Core>, namespace: String, name: String) {
     let Some(delay) = *core.deployment_sim.read() else {
         return;
@@ -21,7 +27,7 @@ pub(crate) fn schedule(core: &Arc<Core>, namespace: String, name: String) {
     let core = core.clone();
     tokio::spawn(async move {
         tokio::time::sleep(delay).await;
-        simulate(&core, &namespace, &name);
+        core.notify(ControllerMsg::Sync(Target::deployment(&namespace, &name)));
     });
 }
 
@@ -114,7 +120,8 @@ fn canonical(v: &Value, out: &mut String) {
     }
 }
 
-fn template_hash(obj: &Value) -> String {
+/// kube's `pod-template-hash` of an object's `spec.template`.
+pub(crate) fn template_hash(obj: &Value) -> String {
     let mut text = String::new();
     canonical(&obj["spec"]["template"], &mut text);
     // FNV-1a: stable across runs and Rust versions
@@ -159,12 +166,6 @@ fn revision(obj: &Value) -> i64 {
         .as_str()
         .and_then(|r| r.parse().ok())
         .unwrap_or(0)
-}
-
-fn controlled_by(obj: &Value, uid: &str) -> bool {
-    meta::owner_refs(obj)
-        .iter()
-        .any(|r| r["uid"] == uid && r["controller"] == true)
 }
 
 /// The ReplicaSet of `d`'s current template, as kube-controller-manager
@@ -212,76 +213,97 @@ fn new_replica_set(d: &Value, hash: &str, rev: i64) -> Value {
 /// `revisionHistoryLimit`. Returns the current revision, which the caller
 /// writes into the Deployment's annotation with its status (one write, as
 /// before ReplicaSets existed, so informers see no extra event).
-fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<Option<i64>, StatusError> {
+fn sync_replica_sets(
+    core: &Core,
+    namespace: &str,
+    name: &str,
+    with_nodes: bool,
+) -> Result<Option<i64>, StatusError> {
     let d_info = crate::builtin::deployments();
-    let rs_info = crate::builtin::replicasets();
     let d = core.get(&d_info, namespace, name)?;
     let d = d.value();
     if meta::is_deleting(d) {
         return Ok(None);
     }
-    let uid = meta::meta_str(d, "uid");
-    let store = core.resource_store(&rs_info);
-    // the Deployment's ReplicaSets, from the owner index (not a scan of
-    // the namespace: a bench's 10,000 Deployments must not cost n²)
-    let rs_key = rs_info.group_resource();
-    let owned_now = || -> Vec<Value> {
-        core.store
-            .dependents_of(uid)
-            .into_iter()
-            .filter(|(key, _)| *key == rs_key)
-            .filter_map(|(_, objkey)| store.get(&objkey))
-            .map(|o| o.value().clone())
-            .filter(|v| controlled_by(v, uid) && !meta::is_deleting(v))
-            .collect()
-    };
-    let mut owned = owned_now();
+    let mut owned = owned_replica_sets(core, d);
     owned.sort_by_key(revision);
     let hash = template_hash(d);
     let current_name = format!("{name}-{hash}");
-    let max_rev = owned.iter().map(revision).max().unwrap_or(0);
-    let replicas = d["spec"]["replicas"].clone();
     let opts = WriteOptions {
         field_manager: Some("kube-controller-manager".into()),
         ..WriteOptions::default()
     };
-    let current_rev = match owned.iter().find(|v| meta::name(v) == current_name) {
-        None => {
-            core.create(
-                &rs_info,
-                namespace,
-                new_replica_set(d, &hash, max_rev + 1),
-                &opts,
-            )?;
-            max_rev + 1
-        }
-        Some(cur) => {
-            let rev = if revision(cur) == max_rev {
-                max_rev
-            } else {
-                max_rev + 1
-            };
-            if rev != revision(cur) || cur["spec"]["replicas"] != replicas {
-                let mut new = cur.clone();
-                new["spec"]["replicas"] = replicas.clone();
-                meta::ensure_object(
-                    meta::metadata_mut(&mut new)
-                        .entry("annotations")
-                        .or_insert(Value::Null),
-                )
-                .insert(REVISION.into(), json!(rev.to_string()));
-                core.update(
-                    &rs_info,
-                    namespace,
-                    &current_name,
-                    new,
-                    Subresource::Main,
-                    &opts,
-                )?;
-            }
-            rev
-        }
+    let current_rev = sync_current_replica_set(core, namespace, d, &owned, &hash, &opts)?;
+    retire_old_replica_sets(core, namespace, d, &owned, &current_name, &opts)?;
+    if !with_nodes {
+        // each ReplicaSet reports its replicas (ready when nodes are); with
+        // nodes, the ReplicaSet controller reports what its pods do
+        report_replica_sets(core, namespace, d, &opts)?;
+    }
+    Ok(Some(current_rev))
+}
+
+/// Creates the ReplicaSet of `d`'s current template, or gives the existing
+/// one `d`'s replicas and the newest revision. `owned` is sorted by
+/// revision. Returns the current revision.
+fn sync_current_replica_set(
+    core: &Core,
+    namespace: &str,
+    d: &Value,
+    owned: &[Value],
+    hash: &str,
+    opts: &WriteOptions,
+) -> Result<i64, StatusError> {
+    let rs_info = crate::builtin::replicasets();
+    let current_name = format!("{}-{hash}", meta::name(d));
+    let max_rev = owned.iter().map(revision).max().unwrap_or(0);
+    let replicas = &d["spec"]["replicas"];
+    let Some(cur) = owned.iter().find(|v| meta::name(v) == current_name) else {
+        core.create(
+            &rs_info,
+            namespace,
+            new_replica_set(d, hash, max_rev + 1),
+            opts,
+        )?;
+        return Ok(max_rev + 1);
     };
+    let rev = if revision(cur) == max_rev {
+        max_rev
+    } else {
+        max_rev + 1
+    };
+    if rev != revision(cur) || cur["spec"]["replicas"] != *replicas {
+        let mut new = cur.clone();
+        new["spec"]["replicas"] = replicas.clone();
+        meta::ensure_object(
+            meta::metadata_mut(&mut new)
+                .entry("annotations")
+                .or_insert(Value::Null),
+        )
+        .insert(REVISION.into(), json!(rev.to_string()));
+        core.update(
+            &rs_info,
+            namespace,
+            &current_name,
+            new,
+            Subresource::Main,
+            opts,
+        )?;
+    }
+    Ok(rev)
+}
+
+/// Deletes the oldest ReplicaSets beyond `revisionHistoryLimit` and scales
+/// the other old ones (all but `current_name`) to zero.
+fn retire_old_replica_sets(
+    core: &Core,
+    namespace: &str,
+    d: &Value,
+    owned: &[Value],
+    current_name: &str,
+    opts: &WriteOptions,
+) -> Result<(), StatusError> {
+    let rs_info = crate::builtin::replicasets();
     let limit =
         usize::try_from(d["spec"]["revisionHistoryLimit"].as_i64().unwrap_or(10)).unwrap_or(0);
     let old: Vec<&Value> = owned
@@ -296,12 +318,23 @@ fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<Option<
         } else if v["spec"]["replicas"] != 0 {
             let mut new = (*v).clone();
             new["spec"]["replicas"] = json!(0);
-            core.update(&rs_info, namespace, rs_name, new, Subresource::Main, &opts)?;
+            core.update(&rs_info, namespace, rs_name, new, Subresource::Main, opts)?;
         }
     }
-    // each ReplicaSet reports its replicas (ready when nodes are)
+    Ok(())
+}
+
+/// Without Nodes: each of `d`'s ReplicaSets reports its replicas in its
+/// status (ready and available when nodes are ready).
+fn report_replica_sets(
+    core: &Core,
+    namespace: &str,
+    d: &Value,
+    opts: &WriteOptions,
+) -> Result<(), StatusError> {
+    let rs_info = crate::builtin::replicasets();
     let ready = core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst);
-    for v in owned_now() {
+    for v in owned_replica_sets(core, d) {
         let v = &v;
         let n = v["spec"]["replicas"].as_i64().unwrap_or(1);
         let mut status = json!({"replicas": n, "observedGeneration": meta::generation(v)});
@@ -321,38 +354,151 @@ fn sync_replica_sets(core: &Core, namespace: &str, name: &str) -> Result<Option<
                 meta::name(v),
                 new,
                 Subresource::Status,
-                &opts,
+                opts,
             )?;
         }
     }
-    Ok(Some(current_rev))
+    Ok(())
 }
 
-/// Writes the ReplicaSets of the Deployment's revisions, and the
-/// finished-rollout status and the revision annotation if the Deployment
-/// does not show them.
-pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
-    let current_rev = sync_replica_sets(core, namespace, name).unwrap_or_else(|e| {
-        tracing::debug!(error = %e, namespace, name, "deployment simulator: replica sets");
-        None
+/// The Deployment's ReplicaSets, from the owner index (not a scan of the
+/// namespace: a bench's 10,000 Deployments must not cost n²).
+fn owned_replica_sets(core: &Core, d: &Value) -> Vec<Value> {
+    let rs_info = crate::builtin::replicasets();
+    let store = core.resource_store(&rs_info);
+    let uid = meta::meta_str(d, "uid");
+    let rs_key = rs_info.group_resource();
+    core.store
+        .dependents_of(uid)
+        .into_iter()
+        .filter(|(key, _)| *key == rs_key)
+        .filter_map(|(_, objkey)| store.get(&objkey))
+        .map(|o| o.value().clone())
+        .filter(|v| controlled_by(v, uid) && !meta::is_deleting(v))
+        .collect()
+}
+
+/// The status of a Deployment whose ReplicaSets run real pods: their
+/// counts added up, Available when no more than `maxUnavailable` replicas
+/// are missing, Progressing until the new ReplicaSet has them all.
+fn status_from_replica_sets(core: &Core, d: &Value, previous: &Value) -> Value {
+    let owned = owned_replica_sets(core, d);
+    let current = format!("{}-{}", meta::name(d), template_hash(d));
+    let sum = |f: &str| -> i64 {
+        owned
+            .iter()
+            .map(|r| r["status"][f].as_i64().unwrap_or(0))
+            .sum()
+    };
+    let new_rs = owned.iter().find(|r| meta::name(r) == current);
+    let want = d["spec"]["replicas"].as_i64().unwrap_or(1);
+    let (replicas, ready, available) = (
+        sum("replicas"),
+        sum("readyReplicas"),
+        sum("availableReplicas"),
+    );
+    let updated = new_rs.map_or(0, |r| r["status"]["replicas"].as_i64().unwrap_or(0));
+    let max_unavailable = resolve(
+        &d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"],
+        want,
+    );
+    let now = timeutil::now_rfc3339();
+    let keep_time = |t: &str, s: &str| -> Value {
+        previous["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == t && c["status"] == s))
+            .map_or_else(|| json!(now), |c| c["lastTransitionTime"].clone())
+    };
+    let (avail, reason, message) = if available >= want - max_unavailable {
+        (
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+        )
+    } else {
+        (
+            "False",
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+        )
+    };
+    let done = updated == want && replicas == want && available == want;
+    let (p_reason, p_message) = if done {
+        (
+            "NewReplicaSetAvailable",
+            format!("ReplicaSet \"{current}\" has successfully progressed."),
+        )
+    } else {
+        (
+            "ReplicaSetUpdated",
+            format!("ReplicaSet \"{current}\" is progressing."),
+        )
+    };
+    let mut status = json!({
+        "observedGeneration": meta::generation(d),
+        "conditions": [
+            {"type": "Available", "status": avail, "lastUpdateTime": now, "lastTransitionTime": keep_time("Available", avail),
+             "reason": reason, "message": message},
+            {"type": "Progressing", "status": "True", "lastUpdateTime": now, "lastTransitionTime": keep_time("Progressing", "True"),
+             "reason": p_reason, "message": p_message}
+        ]
     });
+    for (f, n) in [
+        ("replicas", replicas),
+        ("updatedReplicas", updated),
+        ("readyReplicas", ready),
+        ("availableReplicas", available),
+        ("unavailableReplicas", (want - available).max(0)),
+    ] {
+        if n > 0 {
+            status[f] = json!(n);
+        }
+    }
+    status
+}
+
+/// An int-or-percent of `total` (rounded down, as `maxUnavailable`).
+fn resolve(v: &Value, total: i64) -> i64 {
+    match v {
+        Value::Number(n) => n.as_i64().unwrap_or(0),
+        Value::String(s) => s
+            .strip_suffix('%')
+            .and_then(|p| p.parse::<i64>().ok())
+            .map_or(0, |p| total * p / 100),
+        _ => 0,
+    }
+}
+
+/// Writes the ReplicaSets of the Deployment's revisions, and its status
+/// and revision annotation if the Deployment does not show them.
+pub(crate) fn sync(core: &Core, namespace: &str, name: &str) -> Result<(), StatusError> {
+    let with_nodes = nodes::has_nodes(core);
+    let current_rev = match sync_replica_sets(core, namespace, name, with_nodes) {
+        Ok(r) => r,
+        Err(e) if e.code == 404 => return Ok(()),
+        Err(e) => return Err(e),
+    };
     let info = crate::builtin::deployments();
     let rs = core.resource_store(&info);
     let key = format!("{namespace}/{name}");
     let mut tx = rs.write(&core.store);
-    let Some(cur) = tx.get(&key) else { return };
+    let Some(cur) = tx.get(&key) else {
+        return Ok(());
+    };
     if meta::is_deleting(cur.value()) {
-        return;
+        return Ok(());
     }
     let previous = cur.value().get("status").cloned().unwrap_or(Value::Null);
-    let status = if core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst) {
+    let status = if with_nodes {
+        status_from_replica_sets(core, cur.value(), &previous)
+    } else if core.nodes_ready.load(std::sync::atomic::Ordering::SeqCst) {
         desired_status(cur.value(), &previous)
     } else {
         unavailable_status(cur.value())
     };
     let revision_changed = current_rev.is_some_and(|r| r != revision(cur.value()));
     if same_except_times(&status, &previous) && !revision_changed {
-        return;
+        return Ok(());
     }
     let mut new = cur.value().clone();
     if let Some(m) = new.as_object_mut() {
@@ -372,9 +518,8 @@ pub(crate) fn simulate(core: &Core, namespace: &str, name: &str) {
         subresource: "status",
     };
     crate::fields::record_update(&info, Some(cur.value()), &mut new, &writer);
-    if let Err(e) = tx.put(&key, new) {
-        tracing::warn!(error = %e, "deployment simulator could not store status");
-    }
+    tx.put(&key, new)?;
+    Ok(())
 }
 
 #[cfg(test)]

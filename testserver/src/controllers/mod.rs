@@ -1,9 +1,21 @@
-//! The background loops kube-controller-manager and apiextensions run that
-//! a controller under test notices: the garbage collector (owner
-//! references, background / foreground / orphan propagation), namespace
-//! termination, CRD instance cleanup, and the Deployment status simulator.
+//! The background loops kube-controller-manager, the scheduler,
+//! kubelets and apiextensions run that a controller under test notices:
+//! the garbage collector (owner references, background / foreground /
+//! orphan propagation), namespace termination, CRD instance cleanup, the
+//! `default` ServiceAccount of each namespace, the Deployment simulator,
+//! and, when the server has Nodes, the ReplicaSet, StatefulSet, DaemonSet
+//! and Job controllers and the pods' scheduling and running. Syncs of one
+//! object are queued and retried on the next tick when a write conflicts.
 
+mod daemonset;
 mod deployment;
+mod job;
+mod kubelet;
+pub(crate) mod nodes;
+mod pods;
+mod replicaset;
+pub(crate) mod serviceaccounts;
+mod statefulset;
 
 use crate::meta;
 use crate::resource::ResourceInfo;
@@ -12,17 +24,77 @@ use crate::rest::{
 };
 use crate::status::GroupResource;
 use serde_json::Value;
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 const RETRY_TICK: Duration = Duration::from_millis(100);
+
+/// What a sync brings up to date.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum SyncKind {
+    /// A Deployment's ReplicaSets and status.
+    Deployment,
+    /// A ReplicaSet's pods and status.
+    ReplicaSet,
+    /// A StatefulSet's pods and status.
+    StatefulSet,
+    /// A DaemonSet's pods and status.
+    DaemonSet,
+    /// A Job's pods and status.
+    Job,
+    /// A pod's scheduling and start.
+    Pod,
+    /// A namespace's `default` ServiceAccount.
+    ServiceAccount,
+}
+
+/// One object a simulator syncs.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Target {
+    /// What is synced.
+    pub kind: SyncKind,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name (the namespace's, for [`SyncKind::ServiceAccount`]).
+    pub name: String,
+}
+
+impl Target {
+    /// A target of `kind`.
+    pub(crate) fn new(kind: SyncKind, namespace: &str, name: &str) -> Self {
+        Self {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// A Deployment.
+    pub(crate) fn deployment(namespace: &str, name: &str) -> Self {
+        Self::new(SyncKind::Deployment, namespace, name)
+    }
+
+    /// The controller kind that syncs objects of `kind` (apps/v1 and
+    /// batch/v1 workloads), if any.
+    pub(crate) fn for_kind(api_version: &str, kind: &str) -> Option<SyncKind> {
+        Some(match (api_version, kind) {
+            ("apps/v1", "Deployment") => SyncKind::Deployment,
+            ("apps/v1", "ReplicaSet") => SyncKind::ReplicaSet,
+            ("apps/v1", "StatefulSet") => SyncKind::StatefulSet,
+            ("apps/v1", "DaemonSet") => SyncKind::DaemonSet,
+            ("batch/v1", "Job") => SyncKind::Job,
+            _ => return None,
+        })
+    }
+}
 
 #[derive(Default)]
 struct Pending {
     namespaces: HashSet<String>,
     crds: HashSet<String>,
     owners: bool,
+    syncs: BTreeSet<Target>,
 }
 
 /// Runs the controllers until shutdown.
@@ -61,6 +133,10 @@ fn handle(core: &Arc<Core>, msg: ControllerMsg, pending: &mut Pending) {
         ControllerMsg::DeploymentChanged { namespace, name } => {
             deployment::schedule(core, namespace, name)
         }
+        ControllerMsg::Sync(target) => {
+            pending.syncs.insert(target);
+        }
+        ControllerMsg::NodesChanged => resync_all(core, pending),
     }
 }
 
@@ -70,6 +146,48 @@ fn progress(core: &Arc<Core>, pending: &mut Pending) {
     }
     pending.namespaces.retain(|ns| !finish_namespace(core, ns));
     pending.crds.retain(|crd| !finish_crd(core, crd));
+    let syncs = std::mem::take(&mut pending.syncs);
+    for t in syncs {
+        if let Err(e) = sync(core, &t) {
+            // a conflict with another writer: again on the next tick
+            tracing::debug!(target = ?t, error = %e, "simulator sync (will retry)");
+            pending.syncs.insert(t);
+        }
+    }
+}
+
+fn sync(core: &Core, t: &Target) -> Result<(), crate::status::StatusError> {
+    let (ns, name) = (t.namespace.as_str(), t.name.as_str());
+    match t.kind {
+        SyncKind::Deployment => deployment::sync(core, ns, name),
+        SyncKind::ServiceAccount => serviceaccounts::ensure_default(core, name),
+        _ if !nodes::has_nodes(core) => Ok(()),
+        SyncKind::ReplicaSet => replicaset::sync(core, ns, name),
+        SyncKind::StatefulSet => statefulset::sync(core, ns, name),
+        SyncKind::DaemonSet => daemonset::sync(core, ns, name),
+        SyncKind::Job => job::sync(core, ns, name),
+        SyncKind::Pod => kubelet::sync_pod(core, ns, name),
+    }
+}
+
+/// Queues every workload and pod (Nodes came or went).
+fn resync_all(core: &Core, pending: &mut Pending) {
+    let kinds = [
+        ("apps", "deployments", SyncKind::Deployment),
+        ("apps", "replicasets", SyncKind::ReplicaSet),
+        ("apps", "statefulsets", SyncKind::StatefulSet),
+        ("apps", "daemonsets", SyncKind::DaemonSet),
+        ("batch", "jobs", SyncKind::Job),
+        ("", "pods", SyncKind::Pod),
+    ];
+    for (group, resource, kind) in kinds {
+        let store = core.resource_store(&crate::builtin::get(group, resource));
+        for key in store.keys_with_prefix("") {
+            if let Some((ns, name)) = key.split_once('/') {
+                pending.syncs.insert(Target::new(kind, ns, name));
+            }
+        }
+    }
 }
 
 fn info_for(core: &Core, key: &GroupResource) -> Option<Arc<ResourceInfo>> {

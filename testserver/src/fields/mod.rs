@@ -237,12 +237,17 @@ fn set_managed_fields(obj: &mut Value, v: Value) {
     }
 }
 
-/// The walk context of a resource.
+/// The walk context of a resource: a custom resource's schema, or a
+/// built-in kind's structural schema (its merge rules).
 fn ctx(info: &ResourceInfo) -> Ctx<'_> {
     let custom = info.behavior == Behavior::CustomResource;
     Ctx {
         custom,
-        schema: if custom { info.schema.as_deref() } else { None },
+        schema: if custom {
+            info.schema.as_deref()
+        } else {
+            crate::builtin::schemas::structural(info)
+        },
     }
 }
 
@@ -417,51 +422,12 @@ pub(crate) fn apply(
     let mine = entries
         .iter()
         .position(|e| e.same_identity(writer.manager, Operation::Apply, "", writer.subresource));
-    // what the applier owned before and applies no more goes, unless
-    // someone else (or the new configuration) owns it
-    if let Some(last) = mine.and_then(|i| entries.get(i)).map(|e| e.fields.clone()) {
-        let mut keep = applied.clone();
-        for (i, e) in entries.iter().enumerate() {
-            if Some(i) != mine {
-                keep.union_with(&e.fields);
-            }
-        }
-        for path in last.difference(&keep).paths() {
-            if !keep.owns_at_or_below(&path) {
-                walk::remove_path(&mut merged, &path, &keep);
-            }
-        }
-    }
+    remove_unapplied(&mut merged, &entries, mine, &applied);
     let cmp = walk::compare(live, &merged, ctx);
     let changed = strip(info, writer.subresource, &cmp.changed());
     let removed = strip(info, writer.subresource, &cmp.removed);
-    let mut conflicts = Vec::new();
-    for (i, e) in entries.iter().enumerate() {
-        if Some(i) == mine {
-            continue;
-        }
-        for path in e.fields.intersection(&changed).paths() {
-            conflicts.push((e.display(), path));
-        }
-    }
-    if !conflicts.is_empty() && !force && writer.manager == "kubectl" {
-        // kubectl's server-side apply takes over what its client-side apply
-        // set (and still matches the live object) without conflicts
-        if let Some(allowed) = last_applied_fields(info, live) {
-            conflicts.retain(|(_, path)| !allowed.contains(path));
-        }
-    }
-    if !conflicts.is_empty() && !force {
-        conflicts.sort();
-        return Err(ApplyError::Conflicts(
-            conflicts
-                .into_iter()
-                .map(|(manager, path)| Conflict {
-                    manager,
-                    field: path_string(&path),
-                })
-                .collect(),
-        ));
+    if !force {
+        check_conflicts(info, live, &entries, mine, &changed, writer)?;
     }
     for (i, e) in entries.iter_mut().enumerate() {
         if Some(i) != mine {
@@ -469,6 +435,88 @@ pub(crate) fn apply(
         }
     }
     let now = (!cmp.is_same() || mine.is_none()).then(crate::timeutil::now_rfc3339);
+    record_apply(&mut entries, mine, applied, writer, now);
+    entries.retain(|e| !e.fields.is_empty());
+    cap_updates(&mut entries);
+    set_managed_fields(&mut merged, encode(entries));
+    Ok(merged)
+}
+
+/// Removes from `merged` what the applier (entry `mine`) owned before and
+/// applies no more, unless someone else (or the new configuration,
+/// `applied`) owns it.
+fn remove_unapplied(
+    merged: &mut Value,
+    entries: &[Entry],
+    mine: Option<usize>,
+    applied: &FieldSet,
+) {
+    let Some(last) = mine.and_then(|i| entries.get(i)).map(|e| e.fields.clone()) else {
+        return;
+    };
+    let mut keep = applied.clone();
+    for (i, e) in entries.iter().enumerate() {
+        if Some(i) != mine {
+            keep.union_with(&e.fields);
+        }
+    }
+    for path in last.difference(&keep).paths() {
+        if !keep.owns_at_or_below(&path) {
+            walk::remove_path(merged, &path, &keep);
+        }
+    }
+}
+
+/// The conflicts of an unforced apply: fields in `changed` that other
+/// managers own (kubectl takes over what its client-side apply set).
+fn check_conflicts(
+    info: &ResourceInfo,
+    live: &Value,
+    entries: &[Entry],
+    mine: Option<usize>,
+    changed: &FieldSet,
+    writer: &Writer<'_>,
+) -> Result<(), ApplyError> {
+    let mut conflicts = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        if Some(i) == mine {
+            continue;
+        }
+        for path in e.fields.intersection(changed).paths() {
+            conflicts.push((e.display(), path));
+        }
+    }
+    if !conflicts.is_empty() && writer.manager == "kubectl" {
+        // kubectl's server-side apply takes over what its client-side apply
+        // set (and still matches the live object) without conflicts
+        if let Some(allowed) = last_applied_fields(info, live) {
+            conflicts.retain(|(_, path)| !allowed.contains(path));
+        }
+    }
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    conflicts.sort();
+    Err(ApplyError::Conflicts(
+        conflicts
+            .into_iter()
+            .map(|(manager, path)| Conflict {
+                manager,
+                field: path_string(&path),
+            })
+            .collect(),
+    ))
+}
+
+/// Gives the applier's entry (`mine`, or a new one) the `applied` fields,
+/// the writer's apiVersion, and `now` when the apply changed something.
+fn record_apply(
+    entries: &mut Vec<Entry>,
+    mine: Option<usize>,
+    applied: FieldSet,
+    writer: &Writer<'_>,
+    now: Option<String>,
+) {
     match mine.and_then(|i| entries.get_mut(i)) {
         Some(e) => {
             e.fields = applied;
@@ -486,10 +534,6 @@ pub(crate) fn apply(
             fields: applied,
         }),
     }
-    entries.retain(|e| !e.fields.is_empty());
-    cap_updates(&mut entries);
-    set_managed_fields(&mut merged, encode(entries));
-    Ok(merged)
 }
 
 /// The fields of the client-side apply annotation that still have their

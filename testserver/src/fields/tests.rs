@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 fn cm_info() -> ResourceInfo {
-    crate::builtin::configmaps()
+    (*crate::builtin::configmaps()).clone()
 }
 
 fn writer(manager: &str) -> Writer<'_> {
@@ -222,6 +222,34 @@ fn config() -> impl Strategy<Value = Value> {
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
             "spec": {"x": d, "template": {"spec": {"containers": c}}}})
     })
+}
+
+#[test]
+fn built_in_lists_merge_by_the_kinds_list_types() {
+    // an EndpointSlice's ports are atomic (`+listType=atomic`), a
+    // Service's a map keyed by port and protocol
+    let eps = crate::builtin::get("discovery.k8s.io", "endpointslices");
+    let slice = |port: i64| {
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "s"},
+            "addressType": "IPv4", "ports": [{"port": port, "protocol": "TCP"}]})
+    };
+    let live = apply(&eps, &json!({}), &slice(80), &writer("a"), false).unwrap_or_default();
+    assert_eq!(
+        live["metadata"]["managedFields"][0]["fieldsV1"]["f:ports"],
+        json!({})
+    );
+    match apply(&eps, &live, &slice(81), &writer("b"), false) {
+        Err(ApplyError::Conflicts(c)) => assert_eq!(c[0].field, ".ports"),
+        other => panic!("expected a conflict on the atomic list: {other:?}"),
+    }
+    let svcs = crate::builtin::get("", "services");
+    let svc = |protocol: &str| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+            "spec": {"ports": [{"port": 53, "protocol": protocol}]}})
+    };
+    let live = apply(&svcs, &json!({}), &svc("TCP"), &writer("a"), false).unwrap_or_default();
+    let both = apply(&svcs, &live, &svc("UDP"), &writer("b"), false).unwrap_or_default();
+    assert_eq!(both["spec"]["ports"].as_array().map(Vec::len), Some(2));
 }
 
 proptest! {

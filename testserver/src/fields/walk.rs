@@ -324,64 +324,89 @@ fn cmp_walk(
         (Some(Value::Object(_)) | None, Some(Value::Object(_)) | None)
             if !both_empty && !ctx.atomic_map(path) =>
         {
-            let (a, b) = (
-                old.and_then(Value::as_object),
-                new.and_then(Value::as_object),
-            );
-            let mut keys: Vec<&String> = a.into_iter().flat_map(|m| m.keys()).collect();
-            keys.extend(b.into_iter().flat_map(|m| m.keys()));
-            keys.sort();
-            keys.dedup();
-            for k in keys {
-                let child = ctx.field(path, k);
-                path.push(format!("f:{k}"));
-                cmp_walk(
-                    a.and_then(|m| m.get(k)),
-                    b.and_then(|m| m.get(k)),
-                    path,
-                    child,
-                    false,
-                    out,
-                );
-                path.pop();
-            }
-            if !path.is_empty() && (item || ctx.node_tracked(path)) {
-                leaf_presence(old, new, path, out);
-            }
+            cmp_map(old, new, path, ctx, item, out);
         }
         (Some(Value::Array(_)) | None, Some(Value::Array(_)) | None) if !both_empty => {
-            let kind = ctx.list_kind(path);
-            let (a, b) = (
-                old.and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-                new.and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-            );
-            let (Some(ea), Some(eb)) = (item_elements(a, &kind), item_elements(b, &kind)) else {
-                leaf(old, new, path, out);
-                return;
-            };
-            let mut elems: Vec<&String> = ea.iter().chain(eb.iter()).collect();
-            elems.sort();
-            elems.dedup();
-            for e in elems {
-                let ia = ea.iter().position(|x| x == e).and_then(|i| a.get(i));
-                let ib = eb.iter().position(|x| x == e).and_then(|i| b.get(i));
-                path.push(e.clone());
-                if kind == ListKind::Set {
-                    leaf(ia, ib, path, out);
-                } else {
-                    cmp_walk(ia, ib, path, ctx.item(), true, out);
-                }
-                path.pop();
-            }
-            if item || ctx.node_tracked(path) {
-                leaf_presence(old, new, path, out);
-            }
+            cmp_list(old, new, path, ctx, item, out);
         }
         _ => leaf(old, new, path, out),
+    }
+}
+
+/// `cmp_walk` of two maps (either may be absent): field by field.
+fn cmp_map(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    path: &mut Vec<String>,
+    ctx: Ctx<'_>,
+    item: bool,
+    out: &mut Comparison,
+) {
+    let (a, b) = (
+        old.and_then(Value::as_object),
+        new.and_then(Value::as_object),
+    );
+    let mut keys: Vec<&String> = a.into_iter().flat_map(|m| m.keys()).collect();
+    keys.extend(b.into_iter().flat_map(|m| m.keys()));
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let child = ctx.field(path, k);
+        path.push(format!("f:{k}"));
+        cmp_walk(
+            a.and_then(|m| m.get(k)),
+            b.and_then(|m| m.get(k)),
+            path,
+            child,
+            false,
+            out,
+        );
+        path.pop();
+    }
+    if !path.is_empty() && (item || ctx.node_tracked(path)) {
+        leaf_presence(old, new, path, out);
+    }
+}
+
+/// `cmp_walk` of two lists (either may be absent): element by element for
+/// keyed lists and sets, as one leaf for atomic lists.
+fn cmp_list(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    path: &mut Vec<String>,
+    ctx: Ctx<'_>,
+    item: bool,
+    out: &mut Comparison,
+) {
+    let kind = ctx.list_kind(path);
+    let (a, b) = (
+        old.and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]),
+        new.and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]),
+    );
+    let (Some(ea), Some(eb)) = (item_elements(a, &kind), item_elements(b, &kind)) else {
+        leaf(old, new, path, out);
+        return;
+    };
+    let mut elems: Vec<&String> = ea.iter().chain(eb.iter()).collect();
+    elems.sort();
+    elems.dedup();
+    for e in elems {
+        let ia = ea.iter().position(|x| x == e).and_then(|i| a.get(i));
+        let ib = eb.iter().position(|x| x == e).and_then(|i| b.get(i));
+        path.push(e.clone());
+        if kind == ListKind::Set {
+            leaf(ia, ib, path, out);
+        } else {
+            cmp_walk(ia, ib, path, ctx.item(), true, out);
+        }
+        path.pop();
+    }
+    if item || ctx.node_tracked(path) {
+        leaf_presence(old, new, path, out);
     }
 }
 

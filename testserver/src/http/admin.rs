@@ -1,6 +1,6 @@
-//! The admin endpoint (`/__admin/...`): fault injection, counters and the
-//! request log over HTTP, for tests that drive the server from another
-//! process (the binary, the Python client).
+//! The admin endpoint (`/__admin/...`): fault injection, counters, the
+//! request log and adding Nodes over HTTP, for tests that drive the server
+//! from another process (the binary, the Python client).
 
 use super::body::{full, ResponseBody};
 use super::request::Verb;
@@ -109,47 +109,104 @@ pub(crate) fn handle(
     path: &str,
     q: &HashMap<String, String>,
 ) -> Result<hyper::Response<ResponseBody>, StatusError> {
-    let f = &state.faults;
-    let post = method == http::Method::POST;
-    match (path, post) {
-        ("counters", false) => Ok(ok(counters(state))),
-        ("requests", false) if method == http::Method::DELETE => {
+    if method != http::Method::POST {
+        return read(state, method, path).map(ok);
+    }
+    match path {
+        "nodes" => add_node(state, q),
+        "deployment-simulator" => deployment_simulator(state, q),
+        "close-watches"
+        | "close-watches-after"
+        | "corrupt-watch-frames"
+        | "unexpected-kind-watch-frames"
+        | "pause-watches"
+        | "resume-watches" => watch_fault(state, path, q),
+        _ => request_fault(state, path, q),
+    }
+    .map(ok)
+}
+
+/// What a GET (or DELETE of the request log) reads: counters, the request
+/// log, the store's resourceVersion.
+fn read(state: &State, method: &http::Method, path: &str) -> Result<Value, StatusError> {
+    match path {
+        "counters" => Ok(counters(state)),
+        "requests" if method == http::Method::DELETE => {
             state.metrics.clear();
-            Ok(ok(json!({"cleared": true})))
+            Ok(json!({"cleared": true}))
         }
-        ("requests", false) => Ok(ok(requests(state))),
-        ("state", false) => Ok(ok(
-            json!({"resourceVersion": state.core.store.current_rv().to_string()}),
-        )),
-        ("close-watches", true) => {
+        "requests" => Ok(requests(state)),
+        "state" => Ok(json!({"resourceVersion": state.core.store.current_rv().to_string()})),
+        _ => Err(StatusError::route_not_found()),
+    }
+}
+
+/// Faults that act on watches: closing, corrupting, pausing them.
+fn watch_fault(
+    state: &State,
+    path: &str,
+    q: &HashMap<String, String>,
+) -> Result<Value, StatusError> {
+    let f = &state.faults;
+    match path {
+        "close-watches" => {
             f.close_all_watches();
-            Ok(ok(json!({"closed": true})))
+            Ok(json!({"closed": true}))
         }
-        ("close-watches-after", true) => {
+        "close-watches-after" => {
             let n = num(q, "events")?.filter(|n| *n > 0);
             f.close_watches_after(n);
-            Ok(ok(json!({"events": n})))
+            Ok(json!({"events": n}))
         }
-        ("expire", true) => {
+        "corrupt-watch-frames" => {
+            let n = num(q, "count")?.unwrap_or(1);
+            f.corrupt_next_watch_frames(n);
+            Ok(json!({"count": n}))
+        }
+        "unexpected-kind-watch-frames" => {
+            let n = num(q, "count")?.unwrap_or(1);
+            f.send_unexpected_kind_frames(n);
+            Ok(json!({"count": n}))
+        }
+        "pause-watches" => {
+            f.pause_watches();
+            Ok(json!({"paused": true}))
+        }
+        "resume-watches" => {
+            f.resume_watches();
+            Ok(json!({"paused": false}))
+        }
+        _ => Err(StatusError::route_not_found()),
+    }
+}
+
+/// Faults that act on requests and the store: expiry, compaction, failing
+/// answers, the in-flight limit, latency, and resetting them all.
+fn request_fault(
+    state: &State,
+    path: &str,
+    q: &HashMap<String, String>,
+) -> Result<Value, StatusError> {
+    let f = &state.faults;
+    match path {
+        "expire" => {
             let lists = num(q, "lists")?.unwrap_or(0);
             let watches = num(q, "watches")?.unwrap_or(0);
             f.expire_next_lists(lists);
             f.expire_next_watches(watches);
-            Ok(ok(json!({"lists": lists, "watches": watches})))
+            Ok(json!({"lists": lists, "watches": watches}))
         }
-        ("compact", true) => {
+        "compact" => {
             f.compact();
-            Ok(ok(
-                json!({"compactedAt": state.core.store.current_rv().to_string()}),
-            ))
+            Ok(json!({"compactedAt": state.core.store.current_rv().to_string()}))
         }
-        ("fail", true) => {
+        "fail" => {
             let count = num(q, "count")?.unwrap_or(1);
             let failure = failure(q)?;
             f.fail_next_matching(count, failure, scope(q)?);
-            Ok(ok(json!({"count": count})))
+            Ok(json!({"count": count}))
         }
-        ("fail-for", true) => {
+        "fail-for" => {
             let ms = num(q, "ms")?.unwrap_or(1000);
             let failure = failure(q)?;
             if q.get("watchList").is_some_and(|w| w == "true") {
@@ -157,51 +214,44 @@ pub(crate) fn handle(
             } else {
                 f.fail_for(Duration::from_millis(ms), failure, scope(q)?);
             }
-            Ok(ok(json!({"ms": ms})))
+            Ok(json!({"ms": ms}))
         }
-        ("max-in-flight", true) => {
+        "max-in-flight" => {
             let limit = num(q, "limit")?.filter(|l| *l > 0);
             f.limit_in_flight(limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)));
-            Ok(ok(json!({"limit": limit})))
+            Ok(json!({"limit": limit}))
         }
-        ("latency", true) => {
+        "latency" => {
             let ms = num(q, "ms")?.unwrap_or(0);
             f.set_latency(Duration::from_millis(ms));
-            Ok(ok(json!({"ms": ms})))
+            Ok(json!({"ms": ms}))
         }
-        ("corrupt-watch-frames", true) => {
-            let n = num(q, "count")?.unwrap_or(1);
-            f.corrupt_next_watch_frames(n);
-            Ok(ok(json!({"count": n})))
-        }
-        ("unexpected-kind-watch-frames", true) => {
-            let n = num(q, "count")?.unwrap_or(1);
-            f.send_unexpected_kind_frames(n);
-            Ok(ok(json!({"count": n})))
-        }
-        ("pause-watches", true) => {
-            f.pause_watches();
-            Ok(ok(json!({"paused": true})))
-        }
-        ("resume-watches", true) => {
-            f.resume_watches();
-            Ok(ok(json!({"paused": false})))
-        }
-        ("reset", true) => {
+        "reset" => {
             f.reset();
-            Ok(ok(json!({"reset": true})))
-        }
-        ("deployment-simulator", true) => {
-            let delay = if q.get("enabled").is_some_and(|e| e == "false") {
-                None
-            } else {
-                Some(Duration::from_millis(num(q, "delayMs")?.unwrap_or(0)))
-            };
-            *state.core.deployment_sim.write() = delay;
-            Ok(ok(
-                json!({"enabled": delay.is_some(), "delayMs": delay.map(|d| d.as_millis() as u64)}),
-            ))
+            Ok(json!({"reset": true}))
         }
         _ => Err(StatusError::route_not_found()),
     }
+}
+
+/// Adds a Node named by `name`.
+fn add_node(state: &State, q: &HashMap<String, String>) -> Result<Value, StatusError> {
+    let name = q
+        .get("name")
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| StatusError::bad_request("query parameter \"name\" is required"))?;
+    let node = crate::controllers::nodes::add_node(&state.core, name)?;
+    Ok(node.value().clone())
+}
+
+/// Turns the Deployment simulator on (with `delayMs`) or off
+/// (`enabled=false`).
+fn deployment_simulator(state: &State, q: &HashMap<String, String>) -> Result<Value, StatusError> {
+    let delay = if q.get("enabled").is_some_and(|e| e == "false") {
+        None
+    } else {
+        Some(Duration::from_millis(num(q, "delayMs")?.unwrap_or(0)))
+    };
+    *state.core.deployment_sim.write() = delay;
+    Ok(json!({"enabled": delay.is_some(), "delayMs": delay.map(|d| d.as_millis() as u64)}))
 }

@@ -106,7 +106,7 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
     let mut resources = Vec::new();
     for info in &infos {
         resources.push(resource_json(info));
-        if info.behavior == crate::resource::Behavior::Deployment {
+        if info.scale.is_some() {
             resources.push(json!({
                 "name": format!("{}/scale", info.resource),
                 "singularName": "",
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn lists_builtin_groups_and_resources() {
         let r = Registry::default();
-        r.register(crate::builtin::all());
+        r.register_shared(crate::builtin::all());
         let g = groups(&r);
         let names: Vec<&str> = g["groups"]
             .as_array()
@@ -150,8 +150,14 @@ mod tests {
             [
                 "apps",
                 "events.k8s.io",
+                "autoscaling",
+                "batch",
+                "networking.k8s.io",
+                "policy",
+                "rbac.authorization.k8s.io",
+                "apiextensions.k8s.io",
                 "coordination.k8s.io",
-                "apiextensions.k8s.io"
+                "discovery.k8s.io"
             ]
         );
         let core = resource_list(&r, "", "v1").unwrap_or_default();
@@ -221,7 +227,7 @@ fn aggregated_resource(info: &ResourceInfo) -> Value {
     if info.status_subresource {
         subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
     }
-    if info.behavior == crate::resource::Behavior::Deployment {
+    if info.scale.is_some() {
         subresources.push(json!({"subresource": "scale",
             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             "verbs": ["get", "patch", "update"]}));
@@ -267,21 +273,20 @@ mod aggregated_tests {
         assert_eq!(aggregated_version(Some("application/json")), None);
         assert_eq!(aggregated_version(None), None);
         let r = Registry::default();
-        r.register(crate::builtin::all());
+        r.register_shared(crate::builtin::all());
         let apis = aggregated(&r, false, "v2");
         let apps = apis["items"]
             .as_array()
             .and_then(|i| i.iter().find(|g| g["metadata"]["name"] == "apps"))
             .cloned()
             .unwrap_or_default();
-        assert_eq!(
-            apps["versions"][0]["resources"][0]["resource"],
-            "deployments"
-        );
-        assert_eq!(
-            apps["versions"][0]["resources"][0]["subresources"][0]["subresource"],
-            "status"
-        );
+        let deployments = apps["versions"][0]["resources"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["resource"] == "deployments"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(deployments["subresources"][0]["subresource"], "status");
+        assert_eq!(deployments["subresources"][1]["subresource"], "scale");
         let core = aggregated(&r, true, "v2");
         assert_eq!(core["items"][0]["metadata"]["name"], "");
         assert_eq!(core["items"].as_array().map(Vec::len), Some(1));

@@ -9,7 +9,7 @@ use super::{list, watch, State};
 use crate::admission::Change;
 use crate::flow_control::Seat;
 use crate::patch::PatchType;
-use crate::resource::{Behavior, ResourceInfo};
+use crate::resource::ResourceInfo;
 use crate::rest::{
     DeleteOptions, DeleteOutcome, FieldValidation, Propagation, Subresource, WriteOptions,
     WriteResult,
@@ -137,30 +137,13 @@ pub(crate) async fn resource(
     q: &HashMap<String, String>,
     seat: Option<Seat>,
 ) -> Result<Resp, StatusError> {
-    let info = state
-        .core
-        .registry
-        .get(&req.group, &req.version, &req.resource)
-        .ok_or_else(StatusError::route_not_found)?;
+    let info = served_resource(state, req)?;
     let namespace = req.namespace.as_deref();
     let name = req.name.as_deref();
-    if !info.namespaced && namespace.is_some() {
-        return Err(StatusError::route_not_found());
-    }
-    if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
-        return Err(StatusError::route_not_found());
-    }
-    if req.subresource.as_deref() == Some("scale") && info.behavior == Behavior::Deployment {
+    if req.subresource.as_deref() == Some("scale") && info.scale.is_some() {
         return scale(state, &info, req, parts, body, q).await;
     }
-    let sub = match req.subresource.as_deref() {
-        None => Subresource::Main,
-        Some("status") if info.status_subresource => Subresource::Status,
-        Some(_) => return Err(StatusError::route_not_found()),
-    };
-    if sub == Subresource::Status && !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch) {
-        return Err(StatusError::method_not_allowed());
-    }
+    let sub = subresource(&info, req)?;
     let output = negotiate::output(header(parts, http::header::ACCEPT), info.protobuf())?;
     let ns = namespace.unwrap_or("");
     match (req.verb, name) {
@@ -195,14 +178,7 @@ pub(crate) async fn resource(
             write_response(&info, &r, output, 200)
         }
         (Verb::Patch, Some(name)) => {
-            let ct = header(parts, http::header::CONTENT_TYPE).unwrap_or("");
-            let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
-                StatusError::new(
-                    415,
-                    "UnsupportedMediaType",
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
-                )
-            })?;
+            let patch_type = patch_type(parts)?;
             let opts = write_options(q, parts, "PatchOptions", patch_type == PatchType::Apply)?;
             let bytes = read_body(body).await?;
             let change = Change::Patch(patch_type, &bytes);
@@ -221,30 +197,88 @@ pub(crate) async fn resource(
             delete_response(&info, outcome, output)
         }
         (Verb::DeleteCollection, None) => {
-            let opts = delete_options(body, q).await?;
-            let filter = Filter::parse(
-                &info,
-                q.get("labelSelector").map(String::as_str),
-                q.get("fieldSelector").map(String::as_str),
-            )?;
-            let deleted = state
-                .admission
-                .delete_collection(&state.core, &info, namespace, &filter, &opts)
-                .await?;
-            let rv = state.core.store.current_rv();
-            list::render_list(
-                &info,
-                deleted,
-                json!({"resourceVersion": rv.to_string()}),
-                output,
-                IncludeObject::Metadata,
-            )
+            delete_collection(state, &info, namespace, body, q, output).await
         }
         _ => Err(StatusError::method_not_allowed()),
     }
 }
 
-/// The `scale` subresource of a Deployment.
+/// The resource a request names, if it is served at that scope: a
+/// namespaced resource is reached without a namespace only to list or watch
+/// across namespaces, a cluster-scoped one never with one.
+fn served_resource(state: &State, req: &ApiRequest) -> Result<Arc<ResourceInfo>, StatusError> {
+    let info = state
+        .core
+        .registry
+        .get(&req.group, &req.version, &req.resource)
+        .ok_or_else(StatusError::route_not_found)?;
+    let namespace = req.namespace.as_deref();
+    if !info.namespaced && namespace.is_some() {
+        return Err(StatusError::route_not_found());
+    }
+    if info.namespaced && namespace.is_none() && !matches!(req.verb, Verb::List | Verb::Watch) {
+        return Err(StatusError::route_not_found());
+    }
+    Ok(info)
+}
+
+/// The main resource or its `status` subresource (get, update and patch
+/// only); any other subresource is not found.
+fn subresource(info: &ResourceInfo, req: &ApiRequest) -> Result<Subresource, StatusError> {
+    let sub = match req.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some(_) => return Err(StatusError::route_not_found()),
+    };
+    if sub == Subresource::Status && !matches!(req.verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(StatusError::method_not_allowed());
+    }
+    Ok(sub)
+}
+
+/// The patch type of a PATCH body, from its content type (415 if unknown).
+fn patch_type(parts: &Parts) -> Result<PatchType, StatusError> {
+    let ct = header(parts, http::header::CONTENT_TYPE).unwrap_or("");
+    PatchType::from_content_type(ct).ok_or_else(|| {
+        StatusError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json",
+        )
+    })
+}
+
+/// DELETE on a collection: deletes what the selectors match and answers
+/// the deleted objects as a list.
+async fn delete_collection(
+    state: &State,
+    info: &Arc<ResourceInfo>,
+    namespace: Option<&str>,
+    body: Incoming,
+    q: &HashMap<String, String>,
+    output: Output,
+) -> Result<Resp, StatusError> {
+    let opts = delete_options(body, q).await?;
+    let filter = Filter::parse(
+        info,
+        q.get("labelSelector").map(String::as_str),
+        q.get("fieldSelector").map(String::as_str),
+    )?;
+    let deleted = state
+        .admission
+        .delete_collection(&state.core, info, namespace, &filter, &opts)
+        .await?;
+    let rv = state.core.store.current_rv();
+    list::render_list(
+        info,
+        deleted,
+        json!({"resourceVersion": rv.to_string()}),
+        output,
+        IncludeObject::Metadata,
+    )
+}
+
+/// The `scale` subresource.
 async fn scale(
     state: &Arc<State>,
     info: &ResourceInfo,

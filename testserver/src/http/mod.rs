@@ -11,6 +11,7 @@ pub(crate) mod list;
 pub(crate) mod negotiate;
 pub(crate) mod openapi;
 pub(crate) mod openapi_schemas;
+mod printers;
 pub(crate) mod render;
 pub mod request;
 pub(crate) mod table;
@@ -342,6 +343,15 @@ fn wants_protobuf(state: &State, route: &Route, parts: &http::request::Parts) ->
         )
 }
 
+/// A header's text, empty when absent or not text.
+fn header_text(headers: &http::HeaderMap, name: http::header::HeaderName) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned()
+}
+
 /// Serves one request and records it.
 async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool) -> Resp {
     let started = Instant::now();
@@ -404,6 +414,8 @@ async fn handle(state: Arc<State>, req: hyper::Request<Incoming>, cert_ok: bool)
         name,
         status: resp.status().as_u16(),
         user_agent: client,
+        accept: header_text(&parts.headers, http::header::ACCEPT),
+        content_type: header_text(resp.headers(), http::header::CONTENT_TYPE),
         duration: started.elapsed(),
     });
     resp

@@ -15,8 +15,10 @@ pub(crate) enum Output {
     Yaml,
     /// A `meta.k8s.io/v1` (or v1beta1) Table.
     Table { v1beta1: bool },
-    /// PartialObjectMetadata(List).
-    PartialMetadata { v1beta1: bool },
+    /// PartialObjectMetadata(List); `protobuf`: in
+    /// `application/vnd.kubernetes.protobuf` (meta.k8s.io/v1 only, for
+    /// every resource, custom ones too, as kube-apiserver).
+    PartialMetadata { v1beta1: bool, protobuf: bool },
     /// `application/vnd.kubernetes.protobuf` (built-in kinds only);
     /// `json_fallback`: the `Accept` header also lists JSON, which answers
     /// when an object has a field the protobuf mapping does not support.
@@ -47,6 +49,34 @@ impl MediaType<'_> {
     }
 }
 
+impl Output {
+    /// Whether the answer is protobuf.
+    pub(crate) fn is_protobuf(self) -> bool {
+        matches!(
+            self,
+            Output::Protobuf { .. } | Output::PartialMetadata { protobuf: true, .. }
+        )
+    }
+}
+
+/// The PartialObjectMetadata(List) a media type's parameters ask for, if
+/// any: `Some(v1beta1)`.
+fn partial_metadata(m: &MediaType<'_>) -> Option<bool> {
+    if m.param("g") != Some("meta.k8s.io") {
+        return None;
+    }
+    let v1beta1 = match m.param("v") {
+        Some("v1") => false,
+        Some("v1beta1") => true,
+        _ => return None,
+    };
+    matches!(
+        m.param("as"),
+        Some("PartialObjectMetadata" | "PartialObjectMetadataList")
+    )
+    .then_some(v1beta1)
+}
+
 /// Picks the first acceptable representation from an `Accept` header;
 /// protobuf only when `protobuf` (the resource is a built-in kind with a
 /// protobuf mapping), as kube-apiserver serves no protobuf for custom
@@ -58,8 +88,18 @@ pub(crate) fn output(accept: Option<&str>, protobuf: bool) -> Result<Output, Sta
     for raw in accept.split(',') {
         let m = parse_media(raw);
         if m.essence == crate::proto::MEDIA_TYPE {
-            // Table and PartialObjectMetadata are served as JSON only
-            if protobuf && m.param("as").is_none() {
+            // PartialObjectMetadata in protobuf: meta.k8s.io/v1 only (v1beta1's
+            // list has other field numbers); Tables are served as JSON only
+            if m.param("as").is_some() {
+                if partial_metadata(&m) == Some(false) {
+                    return Ok(Output::PartialMetadata {
+                        v1beta1: false,
+                        protobuf: true,
+                    });
+                }
+                continue;
+            }
+            if protobuf {
                 let json_fallback = accept.split(',').any(|r| {
                     let e = parse_media(r).essence;
                     matches!(e.as_str(), "application/json" | "*/*" | "application/*")
@@ -92,7 +132,10 @@ pub(crate) fn output(accept: Option<&str>, protobuf: bool) -> Result<Output, Sta
                 match kind {
                     "Table" => return Ok(Output::Table { v1beta1 }),
                     "PartialObjectMetadata" | "PartialObjectMetadataList" => {
-                        return Ok(Output::PartialMetadata { v1beta1 })
+                        return Ok(Output::PartialMetadata {
+                            v1beta1,
+                            protobuf: false,
+                        })
                     }
                     _ => continue,
                 }
@@ -170,7 +213,26 @@ mod tests {
                 true
             )
             .ok(),
-            Some(Output::PartialMetadata { v1beta1: false })
+            Some(Output::PartialMetadata {
+                v1beta1: false,
+                protobuf: false
+            })
+        );
+        // client-go's metadata client: protobuf first, for any resource
+        let metadata_client = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        for protobuf in [true, false] {
+            assert_eq!(
+                output(Some(metadata_client), protobuf).ok(),
+                Some(Output::PartialMetadata {
+                    v1beta1: false,
+                    protobuf: true
+                })
+            );
+        }
+        // v1beta1 in protobuf is not served: the next media type answers
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1,application/json"), true).ok(),
+            Some(Output::Json)
         );
         assert_eq!(
             output(Some("application/vnd.kubernetes.protobuf"), false).map_err(|e| e.code),

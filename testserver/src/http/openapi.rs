@@ -150,12 +150,24 @@ fn add_paths(info: &ResourceInfo, schema: &str, list_schema: &str, paths: &mut M
     }
 }
 
-fn common_schemas() -> Map<String, Value> {
-    let mut m = openapi_schemas::builtin();
-    m.insert("io.k8s.apimachinery.pkg.apis.meta.v1.Patch".into(), json!({"type": "object", "description": "Patch is provided to give a concrete name and type to the Kubernetes PATCH request body."}));
-    m.insert("io.k8s.apimachinery.pkg.apis.meta.v1.Status".into(), json!({"type": "object", "description": "Status is a return value for calls that don't return other objects.", "x-kubernetes-preserve-unknown-fields": true,
-        "x-kubernetes-group-version-kind": [{"group": "", "kind": "Status", "version": "v1"}]}));
-    m
+/// Adds the component schemas of one served kind: a built-in kind's
+/// (k8s-openapi's, with kube's merge rules), a custom resource's, or an
+/// open object for a registered kind without a schema.
+fn add_kind_schemas(info: &ResourceInfo, schemas: &mut Map<String, Value>) {
+    if let Some(defs) = crate::builtin::schemas::definitions(info) {
+        for (k, v) in defs.iter() {
+            schemas.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        return;
+    }
+    let base =
+        info.schema.as_deref().cloned().unwrap_or_else(
+            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        );
+    schemas.insert(
+        info.openapi_name.clone(),
+        openapi_schemas::crd_kind_schema(&base, &info.group, &info.version, &info.kind),
+    );
 }
 
 /// The OpenAPI v3 document of one group-version, if served.
@@ -165,19 +177,11 @@ pub(crate) fn v3_doc(registry: &Registry, group: &str, version: &str) -> Option<
         return None;
     }
     infos.sort_by(|a, b| a.resource.cmp(&b.resource));
-    let mut schemas = common_schemas();
+    let mut schemas = openapi_schemas::common();
     let mut paths = Map::new();
     for info in &infos {
         let schema_name = info.openapi_name.clone();
-        if info.behavior == Behavior::CustomResource {
-            let base = info.schema.as_deref().cloned().unwrap_or_else(
-                || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-            );
-            schemas.insert(
-                schema_name.clone(),
-                openapi_schemas::crd_kind_schema(&base, group, version, &info.kind),
-            );
-        }
+        add_kind_schemas(info, &mut schemas);
         let list_name = format!("{schema_name}List");
         schemas.insert(
             list_name.clone(),
@@ -210,19 +214,9 @@ fn rewrite_refs(v: &mut Value) {
 
 /// `/openapi/v2` (JSON): every kind's definition.
 pub(crate) fn v2_doc(registry: &Registry) -> Value {
-    let mut defs = common_schemas();
+    let mut defs = openapi_schemas::common();
     for info in registry.all() {
-        if info.behavior == Behavior::CustomResource {
-            let base = info
-                .schema
-                .as_deref()
-                .cloned()
-                .unwrap_or_else(|| json!({"type": "object"}));
-            defs.insert(
-                info.openapi_name.clone(),
-                openapi_schemas::crd_kind_schema(&base, &info.group, &info.version, &info.kind),
-            );
-        }
+        add_kind_schemas(&info, &mut defs);
     }
     let mut doc = json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0"}, "paths": {}, "definitions": defs});
     rewrite_refs(&mut doc);
@@ -236,7 +230,7 @@ mod tests {
     #[test]
     fn patch_operations_carry_what_kubectl_checks() {
         let r = Registry::default();
-        r.register(crate::builtin::all());
+        r.register_shared(crate::builtin::all());
         let doc = v3_doc(&r, "", "v1").unwrap_or_default();
         let p = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
         assert_eq!(p["x-kubernetes-group-version-kind"]["kind"], "ConfigMap");

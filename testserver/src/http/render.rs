@@ -84,10 +84,16 @@ pub(crate) fn render_one(
             })
         }
         Output::Yaml => yaml(&object_value(info, obj)),
-        Output::PartialMetadata { v1beta1 } => Ok((
+        Output::PartialMetadata {
+            v1beta1,
+            protobuf: false,
+        } => Ok((
             json_bytes(&partial_metadata(obj.value(), v1beta1)),
             "application/json",
         )),
+        Output::PartialMetadata { protobuf: true, .. } => {
+            protobuf_or_json(&partial_metadata(obj.value(), false), false, Bytes::new)
+        }
         Output::Table { v1beta1 } => {
             let value = object_value(info, obj);
             let rows = vec![table::row(info, &value, include, v1beta1)];

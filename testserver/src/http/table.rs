@@ -1,6 +1,6 @@
 //! `meta.k8s.io` Tables, the server-side printing `kubectl get` asks for:
-//! Name, the resource's printer columns (built-in or a CRD's
-//! `additionalPrinterColumns`), Age.
+//! Name, the resource's printer columns (built-in, computed by
+//! `printers`, or a CRD's `additionalPrinterColumns`), Age.
 
 use super::render::{meta_api_version, partial_metadata, IncludeObject};
 use crate::resource::{PrinterColumn, ResourceInfo};
@@ -24,7 +24,7 @@ fn layout(info: &ResourceInfo) -> Vec<Col<'_>> {
     let has_age = info
         .printer_columns
         .iter()
-        .any(|c| c.json_path == ".metadata.creationTimestamp");
+        .any(|c| c.json_path == ".metadata.creationTimestamp" || c.json_path == "!age");
     cols.extend(
         info.printer_columns
             .iter()
@@ -102,59 +102,17 @@ fn age(obj: &Value) -> Value {
     }
 }
 
-fn containers(obj: &Value, field: &str) -> Value {
-    let list: Vec<String> = obj["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .filter_map(|c| c[field].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    json!(list.join(","))
-}
-
 fn cell(c: &PrinterColumn, obj: &Value) -> Value {
-    match c.json_path.as_str() {
-        "!datacount" => {
-            let n = |f: &str| obj[f].as_object().map_or(0, serde_json::Map::len);
-            json!(n("data") + n("binaryData"))
-        }
-        "!ready" => {
-            let ready = obj["status"]["readyReplicas"].as_i64().unwrap_or(0);
-            let want = obj["spec"]["replicas"].as_i64().unwrap_or(0);
-            json!(format!("{ready}/{want}"))
-        }
-        "!eventobject" => {
-            let io = obj.get("involvedObject").unwrap_or(&obj["regarding"]);
-            json!(format!(
-                "{}/{}",
-                io["kind"].as_str().unwrap_or("").to_ascii_lowercase(),
-                io["name"].as_str().unwrap_or("")
-            ))
-        }
-        "!webhookcount" => crate::admission::webhook_count(obj),
-        "!containers" => containers(obj, "name"),
-        "!images" => containers(obj, "image"),
-        "!selector" => {
-            let sel: Vec<String> = obj["spec"]["selector"]["matchLabels"]
-                .as_object()
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                        .collect()
-                })
-                .unwrap_or_default();
-            json!(sel.join(","))
-        }
-        path => match json_path(obj, path) {
-            Some(v) if c.type_ == "date" => match v.as_str().and_then(timeutil::parse_rfc3339) {
-                Some(t) => json!(timeutil::human_duration(timeutil::now_secs() - t)),
-                None => Value::Null,
-            },
-            Some(v) => v.clone(),
+    if c.json_path.starts_with('!') {
+        return super::printers::cell(&c.json_path, obj).unwrap_or(Value::Null);
+    }
+    match json_path(obj, &c.json_path) {
+        Some(v) if c.type_ == "date" => match v.as_str().and_then(timeutil::parse_rfc3339) {
+            Some(t) => json!(timeutil::human_duration(timeutil::now_secs() - t)),
             None => Value::Null,
         },
+        Some(v) => v.clone(),
+        None => Value::Null,
     }
 }
 

@@ -17,10 +17,10 @@ use crate::flow_control::Seat;
 use crate::resource::ResourceInfo;
 use crate::selector::Filter;
 use crate::status::{FieldError, StatusError};
-use crate::store::{Event, EventType, ResourceStore, StoredObject};
+use crate::store::{Event, ResourceStore, StoredObject, WatchEventType};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,20 +51,22 @@ fn proto_frame(kind: &str, object: Bytes) -> Bytes {
 
 /// The Content-Type of a watch stream.
 fn stream_content_type(output: Output) -> &'static str {
-    match output {
-        Output::Protobuf { .. } => crate::proto::WATCH_MEDIA_TYPE,
-        _ => "application/json",
+    if output.is_protobuf() {
+        crate::proto::WATCH_MEDIA_TYPE
+    } else {
+        "application/json"
     }
 }
 
 /// A Status as the object of an ERROR event in the stream's encoding.
 fn status_object(e: &StatusError, output: Output) -> Bytes {
     let v = e.to_json();
-    match output {
-        Output::Protobuf { .. } => crate::proto::encode_object(&v)
+    if output.is_protobuf() {
+        crate::proto::encode_object(&v)
             .map(Bytes::from)
-            .unwrap_or_default(),
-        _ => render::json_bytes(&v),
+            .unwrap_or_default()
+    } else {
+        render::json_bytes(&v)
     }
 }
 
@@ -74,9 +76,10 @@ fn error_stream(
     output: Output,
 ) -> Result<hyper::Response<super::body::ResponseBody>, StatusError> {
     let object = status_object(e, output);
-    let f = match output {
-        Output::Protobuf { .. } => proto_frame("ERROR", object),
-        _ => frame("ERROR", &object),
+    let f = if output.is_protobuf() {
+        proto_frame("ERROR", object)
+    } else {
+        frame("ERROR", &object)
     };
     hyper::Response::builder()
         .status(200)
@@ -149,6 +152,45 @@ fn parse_params(state: &State, q: &HashMap<String, String>) -> Result<Params, St
     })
 }
 
+/// The version of a lagging replica that serves this watch from its cache,
+/// if a fault says one does (only a watch from a version, without initial
+/// events); a version newer than the replica's is 504.
+fn lagging_replica(state: &State, p: &Params) -> Result<Option<u64>, StatusError> {
+    let lagging = match (p.send_initial, p.rv) {
+        (None | Some(false), Rv::At(_)) => state.faults.take_lagging(),
+        _ => None,
+    };
+    if let (Some(replica_rv), Rv::At(n)) = (lagging, p.rv) {
+        if n > replica_rv {
+            return Err(StatusError::too_large_resource_version(n, replica_rv));
+        }
+    }
+    Ok(lagging)
+}
+
+/// Where a watch starts: the objects it sends as initial ADDED events, the
+/// resourceVersion they are at, and the history sequence number it reads
+/// from next. `Err` is the 410 Status (to send as an ERROR event) of a
+/// version older than the history.
+fn initial_state(
+    state: &State,
+    rs: &ResourceStore,
+    prefix: &str,
+    p: &Params,
+) -> Result<(Vec<Arc<StoredObject>>, u64, u64), StatusError> {
+    Ok(match (p.send_initial, p.rv) {
+        (Some(true), _) | (None, Rv::Unset | Rv::Any) => rs.snapshot(&state.core.store, prefix),
+        (Some(false), Rv::Unset | Rv::Any) => {
+            let (_, rv, seq) = rs.snapshot(&state.core.store, "\u{10FFFF}");
+            (Vec::new(), rv, seq)
+        }
+        (_, Rv::At(n)) => match rs.seq_after(n) {
+            Ok(seq) => (Vec::new(), n, seq),
+            Err(floor) => return Err(StatusError::too_old_resource_version(n, floor)),
+        },
+    })
+}
+
 /// WATCH handler. `seat` (the admission limit's, if any) is held until the
 /// watch is initialized: its initial events, and their end bookmark, are
 /// queued to the client.
@@ -189,41 +231,17 @@ pub(crate) async fn watch(
             output,
         );
     }
-    // a watch from a version may be served by a lagging replica's cache
-    let lagging = match (p.send_initial, p.rv) {
-        (None | Some(false), Rv::At(_)) => state.faults.take_lagging(),
-        _ => None,
-    };
-    if let (Some(replica_rv), Rv::At(n)) = (lagging, p.rv) {
-        if n > replica_rv {
-            return Err(StatusError::too_large_resource_version(n, replica_rv));
-        }
-    }
+    let lagging = lagging_replica(state, &p)?;
     if let Rv::At(n) = p.rv {
         wait_for_rv(state, n).await?;
     }
-    let (initial, initial_rv, start_seq) = match (p.send_initial, p.rv) {
-        (Some(true), _) | (None, Rv::Unset | Rv::Any) => {
-            let (items, rv, seq) = rs.snapshot(&state.core.store, &prefix);
-            (items, rv, seq)
-        }
-        (Some(false), Rv::Unset | Rv::Any) => {
-            let (_, rv, seq) = rs.snapshot(&state.core.store, "\u{10FFFF}");
-            (Vec::new(), rv, seq)
-        }
-        (_, Rv::At(n)) => match rs.seq_after(n) {
-            Ok(seq) => (Vec::new(), n, seq),
-            Err(floor) => {
-                return error_stream(&StatusError::too_old_resource_version(n, floor), output)
-            }
-        },
+    let (initial, initial_rv, start_seq) = match initial_state(state, &rs, &prefix, &p) {
+        Ok(start) => start,
+        Err(too_old) => return error_stream(&too_old, output),
     };
     let end_bookmark = p.send_initial == Some(true) && p.bookmarks;
     let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-    let fast = output == Output::Json
-        && info.is_storage_version()
-        && info.behavior != crate::resource::Behavior::EventsV1
-        && filter.is_empty();
+    let fast = sends_stored_frames(info, output, &filter);
     // subscribed before the watch counts as open: a close_all_watches from
     // then on ends it, even before its task first runs
     let mut close_rx = state.faults.subscribe_close();
@@ -256,6 +274,15 @@ pub(crate) async fn watch(
         .map_err(|e| StatusError::internal(&e.to_string()))
 }
 
+/// Whether a watcher can send the history's pre-encoded JSON frames as they
+/// are: JSON, the storage version, no per-object rendering, no selector.
+fn sends_stored_frames(info: &ResourceInfo, output: Output, filter: &Filter) -> bool {
+    output == Output::Json
+        && info.is_storage_version()
+        && info.behavior != crate::resource::Behavior::EventsV1
+        && filter.is_empty()
+}
+
 struct Watcher {
     state: Arc<State>,
     info: Arc<ResourceInfo>,
@@ -286,6 +313,17 @@ enum End {
     Closed,
 }
 
+/// What sending a batch of history events did.
+enum Batch {
+    /// Events were sent; more may follow at once.
+    Sent,
+    /// Nothing new: wait for the next event.
+    Empty,
+    /// The watch is over (close-after limit hit, or a lagging replica has
+    /// sent all it has).
+    Finished,
+}
+
 impl Watcher {
     async fn run(mut self, initial: Vec<Arc<StoredObject>>, initial_rv: u64, end_bookmark: bool) {
         let state = self.state.clone();
@@ -297,8 +335,12 @@ impl Watcher {
     /// mapping cannot encode becomes an ERROR event naming the field.
     fn event(&self, kind: &str, obj: &StoredObject) -> Bytes {
         match self.output {
-            Output::Protobuf { .. } => {
-                match crate::proto::encode_object(&render::object_value(&self.info, obj)) {
+            Output::Protobuf { .. } | Output::PartialMetadata { protobuf: true, .. } => {
+                let value = match self.output {
+                    Output::PartialMetadata { .. } => render::partial_metadata(obj.value(), false),
+                    _ => render::object_value(&self.info, obj),
+                };
+                match crate::proto::encode_object(&value) {
                     Ok(b) => proto_frame(kind, Bytes::from(b)),
                     Err(e) => {
                         let status = StatusError::internal(&format!(
@@ -317,7 +359,7 @@ impl Watcher {
             Output::Json | Output::Yaml | Output::Protobuf { .. } => {
                 render::object_json(&self.info, obj)
             }
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
             }
             Output::Table { v1beta1 } => {
@@ -335,22 +377,23 @@ impl Watcher {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
-        let mut metadata =
-            json!({"resourceVersion": rv.to_string(), "creationTimestamp": Value::Null});
+        // only the resourceVersion (and the annotation): kube-apiserver
+        // omits a zero creationTimestamp since 1.33
+        let mut metadata = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         // a bookmark is converted like any object: a PartialObjectMetadata
         // for a metadata-only watch, as kube-apiserver sends it
         let obj = match self.output {
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 json!({"kind": "PartialObjectMetadata", "apiVersion": render::meta_api_version(v1beta1), "metadata": metadata})
             }
             _ => {
                 json!({"kind": self.info.kind, "apiVersion": self.info.api_version(), "metadata": metadata})
             }
         };
-        if let Output::Protobuf { .. } = self.output {
+        if self.output.is_protobuf() {
             return proto_frame(
                 "BOOKMARK",
                 crate::proto::encode_object(&obj)
@@ -361,11 +404,27 @@ impl Watcher {
         frame("BOOKMARK", &render::json_bytes(&obj))
     }
 
+    /// A frame that does not decode, in the stream's framing.
     fn corrupt(&self) -> Bytes {
+        if self.output.is_protobuf() {
+            // a well-framed WatchEvent whose bytes are not protobuf
+            return Bytes::from_static(&[0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0xff]);
+        }
         Bytes::from(format!(
             "{{\"type\":\"MODIFIED\",\"object\":{{\"kind\":\"{}\",\"apiVersion\":}}\n",
             self.info.kind
         ))
+    }
+
+    /// A well-formed ADDED event whose object is a `Status`.
+    fn foreign(&self) -> Bytes {
+        let status =
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"});
+        if self.output.is_protobuf() {
+            let object = crate::proto::encode_object(&status).unwrap_or_default();
+            return proto_frame("ADDED", Bytes::from(object));
+        }
+        frame("ADDED", &render::json_bytes(&status))
     }
 
     /// The frame this watcher sends for an event, if any.
@@ -376,12 +435,12 @@ impl Watcher {
         if self.fast {
             return Some(ev.frame.clone());
         }
-        let cur = ev.kind != EventType::Deleted && self.filter.matches(&ev.object);
+        let cur = ev.kind != WatchEventType::Deleted && self.filter.matches(&ev.object);
         let prev = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
         match (cur, prev) {
             (true, false) => Some(self.event("ADDED", &ev.object)),
             (true, true) => Some(self.event(ev.kind.as_str(), &ev.object)),
-            (false, true) if ev.kind == EventType::Deleted => {
+            (false, true) if ev.kind == WatchEventType::Deleted => {
                 Some(self.event("DELETED", &ev.object))
             }
             (false, true) => {
@@ -417,7 +476,7 @@ impl Watcher {
         if self.state.faults.take_corrupt_frame() {
             buf.put_slice(&self.corrupt());
         } else if self.state.faults.take_foreign_frame() {
-            buf.put_slice(b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\"}}\n");
+            buf.put_slice(&self.foreign());
         } else {
             buf.put_slice(&f);
         }
@@ -494,59 +553,10 @@ impl Watcher {
                 return Ok(());
             }
             if !*paused_rx.borrow_and_update() {
-                let events = self
-                    .rs
-                    .events_from(self.next_seq, BATCH_EVENTS)
-                    .map_err(|_| End::Closed)?;
-                if let Some(limit) = self.stale_until {
-                    // the replica has nothing newer: it ends the watch
-                    if events.first().is_none_or(|ev| ev.rv > limit) {
-                        return Ok(());
-                    }
-                }
-                if !events.is_empty() {
-                    let mut buf = BytesMut::new();
-                    let mut keep_going = true;
-                    for ev in &events {
-                        if self.stale_until.is_some_and(|limit| ev.rv > limit) {
-                            break;
-                        }
-                        self.next_seq = ev.seq + 1;
-                        self.last_rv = ev.rv;
-                        let converted;
-                        let ev = if self.converts {
-                            let state = Arc::clone(&self.state);
-                            converted = match state
-                                .admission
-                                .read_event(&state.core, &self.info, ev)
-                                .await
-                            {
-                                Ok(c) => c,
-                                Err(e) => {
-                                    if !buf.is_empty() {
-                                        self.send(buf.split().freeze()).await?;
-                                    }
-                                    return Err(self.conversion_failed(&e).await);
-                                }
-                            };
-                            &converted
-                        } else {
-                            ev
-                        };
-                        if let Some(f) = self.convert(ev) {
-                            if !self.push_event(&mut buf, f) {
-                                keep_going = false;
-                                break;
-                            }
-                        }
-                    }
-                    if !buf.is_empty() {
-                        self.send(buf.freeze()).await?;
-                    }
-                    if !keep_going {
-                        return Ok(());
-                    }
-                    continue;
+                match self.send_batch().await? {
+                    Batch::Finished => return Ok(()),
+                    Batch::Sent => continue,
+                    Batch::Empty => {}
                 }
             }
             let sleep_bookmark = async {
@@ -565,13 +575,80 @@ impl Watcher {
                 _ = self.tx.closed() => return Ok(()),
                 _ = sleep_bookmark => {
                     if !*paused_rx.borrow() {
-                        let rv = self.rs.bookmark_rv(&self.state.core.store, self.next_seq, self.last_rv);
-                        self.last_rv = rv;
-                        self.send(self.bookmark(rv, false)).await?;
+                        self.send_periodic_bookmark().await?;
                     }
                     bookmark_at = self.next_bookmark(Instant::now());
                 }
             }
         }
+    }
+    /// Sends the next batch of history events (up to a lagging replica's
+    /// version), converted and filtered.
+    async fn send_batch(&mut self) -> Result<Batch, End> {
+        let events = self
+            .rs
+            .events_from(self.next_seq, BATCH_EVENTS)
+            .map_err(|_| End::Closed)?;
+        if let Some(limit) = self.stale_until {
+            // the replica has nothing newer: it ends the watch
+            if events.first().is_none_or(|ev| ev.rv > limit) {
+                return Ok(Batch::Finished);
+            }
+        }
+        if events.is_empty() {
+            return Ok(Batch::Empty);
+        }
+        let mut buf = BytesMut::new();
+        let mut keep_going = true;
+        for ev in &events {
+            if self.stale_until.is_some_and(|limit| ev.rv > limit) {
+                break;
+            }
+            self.next_seq = ev.seq + 1;
+            self.last_rv = ev.rv;
+            let converted;
+            let ev = if self.converts {
+                let state = Arc::clone(&self.state);
+                converted = match state
+                    .admission
+                    .read_event(&state.core, &self.info, ev)
+                    .await
+                {
+                    Ok(c) => c,
+                    Err(e) => {
+                        if !buf.is_empty() {
+                            self.send(buf.split().freeze()).await?;
+                        }
+                        return Err(self.conversion_failed(&e).await);
+                    }
+                };
+                &converted
+            } else {
+                ev
+            };
+            if let Some(f) = self.convert(ev) {
+                if !self.push_event(&mut buf, f) {
+                    keep_going = false;
+                    break;
+                }
+            }
+        }
+        if !buf.is_empty() {
+            self.send(buf.freeze()).await?;
+        }
+        Ok(if keep_going {
+            Batch::Sent
+        } else {
+            Batch::Finished
+        })
+    }
+
+    /// A periodic BOOKMARK at the newest version this watcher has passed.
+    async fn send_periodic_bookmark(&mut self) -> Result<(), End> {
+        let rv = self
+            .rs
+            .bookmark_rv(&self.state.core.store, self.next_seq, self.last_rv);
+        self.last_rv = rv;
+        self.send(self.bookmark(rv, false)).await
     }
 }

@@ -347,6 +347,7 @@ fn codec(api_version: &str, kind: &str) -> Option<Codec> {
         ("autoscaling/v1", "Scale") => c!(autoscaling::Scale),
         ("v1" | "meta.k8s.io/v1", "Status") => c!(metav1::Status),
         ("v1" | "meta.k8s.io/v1", "DeleteOptions") => c!(metav1::DeleteOptions),
+        ("meta.k8s.io/v1", "PartialObjectMetadata") => c!(metav1::PartialObjectMetadata),
         _ => None,
     }
 }

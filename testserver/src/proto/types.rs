@@ -69,6 +69,10 @@ message!(nested metav1::ObjectMeta {
     managed_fields: "managedFields" => auto,
 });
 
+message!(top metav1::PartialObjectMetadata {
+    metadata: "metadata" => auto,
+});
+
 message!(nested metav1::ListMeta {
     self_link: "selfLink" => auto,
     resource_version: "resourceVersion" => auto,

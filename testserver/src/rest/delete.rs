@@ -187,7 +187,9 @@ impl Core {
     }
 
     /// Work that follows the removal of an object.
-    pub(crate) fn after_remove(&self, _info: &ResourceInfo, obj: &StoredObject) {
+    pub(crate) fn after_remove(&self, info: &ResourceInfo, obj: &StoredObject) {
+        self.release(info, obj.value(), None);
+        self.notify_removed(info, obj);
         if !obj.uid().is_empty() {
             self.notify(ControllerMsg::Removed {
                 uid: obj.uid().to_owned(),

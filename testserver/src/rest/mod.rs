@@ -3,7 +3,9 @@
 //! semantics, on top of the store. HTTP handlers, the in-process API and
 //! the background controllers all write through here.
 
+mod allocate;
 mod delete;
+mod notify;
 mod scale;
 pub(crate) mod strategy;
 mod write;
@@ -95,6 +97,10 @@ pub(crate) enum ControllerMsg {
     CrdDeleting { name: String },
     /// A deployment's spec changed.
     DeploymentChanged { namespace: String, name: String },
+    /// An object a simulator brings up to date changed.
+    Sync(crate::controllers::Target),
+    /// A Node was added, changed or removed: every workload and pod again.
+    NodesChanged,
 }
 
 /// Receivers the controllers drain.
@@ -112,6 +118,14 @@ pub(crate) struct Core {
     /// Whether Pods can run: false plays a cluster without nodes, where
     /// the simulator reports Deployments observed but nothing available.
     pub nodes_ready: std::sync::atomic::AtomicBool,
+    /// Services' cluster IPs and node ports.
+    pub(crate) ipam: parking_lot::Mutex<crate::kinds::ipam::Ipam>,
+    /// The scheduler's round-robin turn.
+    pub(crate) scheduler_turn: std::sync::atomic::AtomicUsize,
+    /// Pod IPs handed out.
+    pub(crate) pod_ips: std::sync::atomic::AtomicU32,
+    /// Nodes added through the API (their addresses and pod CIDRs).
+    pub(crate) node_count: std::sync::atomic::AtomicU32,
 }
 
 /// Storage key of an object.
@@ -130,11 +144,14 @@ impl From<StoreError> for StatusError {
 }
 
 impl Core {
-    /// A core with the built-in resources and the `default`, `kube-system`,
-    /// `kube-public` and `kube-node-lease` namespaces.
+    /// A core with the built-in resources; the `default`, `kube-system`,
+    /// `kube-public` and `kube-node-lease` namespaces with their `default`
+    /// ServiceAccounts; and the `kubernetes` Service (`10.96.0.1:443` to
+    /// `api_port`), as kube-apiserver and its controllers make them.
     pub(crate) fn new(
         history: usize,
         deployment_sim: Option<Duration>,
+        api_port: u16,
     ) -> (Arc<Self>, ControllerInputs) {
         let (tx, rx) = mpsc::unbounded_channel();
         let core = Arc::new(Self {
@@ -143,8 +160,12 @@ impl Core {
             controllers: tx,
             deployment_sim: parking_lot::RwLock::new(deployment_sim),
             nodes_ready: std::sync::atomic::AtomicBool::new(true),
+            ipam: parking_lot::Mutex::default(),
+            scheduler_turn: std::sync::atomic::AtomicUsize::new(0),
+            pod_ips: std::sync::atomic::AtomicU32::new(0),
+            node_count: std::sync::atomic::AtomicU32::new(0),
         });
-        core.registry.register(crate::builtin::all());
+        core.registry.register_shared(crate::builtin::all());
         core.registry.register(crate::admission::resources());
         for info in core.registry.all() {
             core.resource_store(&info);
@@ -155,6 +176,17 @@ impl Core {
             if let Err(e) = core.create(&ns, "", obj, &WriteOptions::default()) {
                 tracing::error!(namespace = name, error = %e, "creating a start-up namespace");
             }
+            if let Err(e) = crate::controllers::serviceaccounts::ensure_default(&core, name) {
+                tracing::error!(namespace = name, error = %e, "creating a default service account");
+            }
+        }
+        let kubernetes = serde_json::json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": crate::kinds::ipam::KUBERNETES_SERVICE_IP.to_string(),
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}]}});
+        let svc = crate::builtin::get("", "services");
+        if let Err(e) = core.create(&svc, "default", kubernetes, &WriteOptions::default()) {
+            tracing::error!(error = %e, "creating the kubernetes service");
         }
         (core, ControllerInputs { rx })
     }

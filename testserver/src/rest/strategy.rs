@@ -1,14 +1,13 @@
 //! Per-resource rules applied before a write, as kube's registry
-//! strategies do: system metadata, status handling, generation, defaults
-//! and validation of the built-in kinds, schema handling of custom
-//! resources.
+//! strategies do: system metadata, status handling, generation, pruning
+//! by schema (the built-in kinds' and custom resources'), the hooks into
+//! the kinds' own defaults and validation (`crate::kinds`).
 
 use crate::meta;
 use crate::resource::{Behavior, ResourceInfo};
 use crate::schema;
 use crate::status::{FieldError, StatusError};
 use crate::timeutil;
-use base64::Engine;
 use serde_json::{json, Map, Value};
 
 /// How unknown fields are reported (`fieldValidation`).
@@ -104,105 +103,10 @@ pub(crate) fn keep_system_metadata(old: &Value, new: &mut Value) {
 
 /// Defaults applied on every write of a resource kind.
 pub(crate) fn default_object(info: &ResourceInfo, obj: &mut Value) -> Result<(), StatusError> {
-    match info.behavior {
-        Behavior::Deployment => default_deployment(obj),
-        Behavior::Plain if info.group == crate::admission::GROUP => {
-            crate::admission::default_configuration(info, obj);
-        }
-        Behavior::Plain if info.resource == "secrets" && info.group.is_empty() => {
-            default_secret(obj)?
-        }
-        Behavior::Namespace => {
-            let spec = meta::ensure_object(
-                meta::ensure_object(obj)
-                    .entry("spec")
-                    .or_insert(Value::Null),
-            );
-            if !spec.contains_key("finalizers") {
-                spec.insert("finalizers".into(), json!(["kubernetes"]));
-            }
-            let labels = meta::ensure_object(
-                meta::metadata_mut(obj)
-                    .entry("labels")
-                    .or_insert(Value::Null),
-            );
-            let name = labels.get("kubernetes.io/metadata.name").cloned();
-            if name.is_none() {
-                let n = meta::name(obj).to_owned();
-                let labels = meta::ensure_object(
-                    meta::metadata_mut(obj)
-                        .entry("labels")
-                        .or_insert(Value::Null),
-                );
-                labels.insert("kubernetes.io/metadata.name".into(), json!(n));
-            }
-        }
-        _ => {}
+    if info.group == crate::admission::GROUP {
+        crate::admission::default_configuration(info, obj);
     }
-    Ok(())
-}
-
-fn default_deployment(obj: &mut Value) {
-    let spec = meta::ensure_object(
-        meta::ensure_object(obj)
-            .entry("spec")
-            .or_insert(Value::Null),
-    );
-    spec.entry("replicas").or_insert(json!(1));
-    spec.entry("revisionHistoryLimit").or_insert(json!(10));
-    spec.entry("progressDeadlineSeconds").or_insert(json!(600));
-    // as kube-apiserver: a strategy without a type (`{}`, which protobuf
-    // clients send for an unset strategy) is a rolling update of 25 %/25 %
-    let strategy = meta::ensure_object(spec.entry("strategy").or_insert(Value::Null));
-    strategy.entry("type").or_insert(json!("RollingUpdate"));
-    if strategy.get("type") == Some(&json!("RollingUpdate")) {
-        let ru = meta::ensure_object(strategy.entry("rollingUpdate").or_insert(Value::Null));
-        ru.entry("maxUnavailable").or_insert(json!("25%"));
-        ru.entry("maxSurge").or_insert(json!("25%"));
-    }
-}
-
-fn default_secret(obj: &mut Value) -> Result<(), StatusError> {
-    let m = meta::ensure_object(obj);
-    m.entry("type").or_insert(json!("Opaque"));
-    if let Some(Value::Object(sd)) = m.remove("stringData") {
-        let data = meta::ensure_object(m.entry("data").or_insert(Value::Null));
-        for (k, v) in sd {
-            let s = v
-                .as_str()
-                .map(str::to_owned)
-                .unwrap_or_else(|| v.to_string());
-            data.insert(
-                k,
-                json!(base64::engine::general_purpose::STANDARD.encode(s)),
-            );
-        }
-    }
-    if let Some(Value::Object(data)) = m.get("data") {
-        let mut errs = Vec::new();
-        for (k, v) in data {
-            let ok = v
-                .as_str()
-                .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
-            if !ok {
-                errs.push(FieldError::invalid(
-                    format!("data[{k}]"),
-                    v.clone(),
-                    "illegal base64 data",
-                ));
-            }
-        }
-        if !errs.is_empty() {
-            return Err(StatusError::bad_request(format!(
-                "Secret in version \"v1\" cannot be handled as a Secret: {}",
-                errs.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-    }
-    Ok(())
+    crate::kinds::default_object(info, obj)
 }
 
 /// Validation of the object's name.
@@ -229,63 +133,10 @@ pub(crate) fn validate_kind(
     old: Option<&Value>,
     errs: &mut Vec<FieldError>,
 ) {
-    if info.behavior == Behavior::Deployment {
-        validate_deployment(obj, old, errs);
-    }
     if info.group == crate::admission::GROUP {
         errs.extend(crate::admission::validate_configuration(info, obj));
     }
-    if info.resource == "configmaps" && info.group.is_empty() {
-        for field in ["data", "binaryData"] {
-            if let Some(v) = obj.get(field).filter(|v| !v.is_null() && !v.is_object()) {
-                errs.push(FieldError::invalid(field, v.clone(), "must be an object"));
-            }
-        }
-    }
-}
-
-fn validate_deployment(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
-    let selector = &obj["spec"]["selector"];
-    if !selector.is_object() {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        let template_labels = &obj["spec"]["template"]["metadata"]["labels"];
-        if let Some(ml) = selector.get("matchLabels").and_then(Value::as_object) {
-            let ok = ml.iter().all(|(k, v)| template_labels.get(k) == Some(v));
-            if !ok {
-                errs.push(FieldError::invalid(
-                    "spec.template.metadata.labels",
-                    template_labels.clone(),
-                    "`selector` does not match template `labels`",
-                ));
-            }
-        }
-        if let Some(old) = old {
-            let old_sel = &old["spec"]["selector"];
-            if old_sel.is_object() && old_sel != selector {
-                errs.push(FieldError::invalid(
-                    "spec.selector",
-                    selector.clone(),
-                    "field is immutable",
-                ));
-            }
-        }
-    }
-    if let Some(r) = obj["spec"].get("replicas") {
-        if r.as_i64().is_none_or(|n| n < 0) {
-            errs.push(FieldError::invalid(
-                "spec.replicas",
-                r.clone(),
-                "must be greater than or equal to 0",
-            ));
-        }
-    }
-    if obj["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .is_none_or(Vec::is_empty)
-    {
-        errs.push(FieldError::required("spec.template.spec.containers", ""));
-    }
+    crate::kinds::validate(info, obj, old, errs);
 }
 
 const OBJECT_META_FIELDS: &[&str] = &[
@@ -306,61 +157,27 @@ const OBJECT_META_FIELDS: &[&str] = &[
     "uid",
 ];
 
-/// Top-level fields of the built-in kinds (besides apiVersion, kind, metadata).
-fn builtin_fields(info: &ResourceInfo) -> Option<&'static [&'static str]> {
-    let fields: &[&str] = match (info.group.as_str(), info.resource.as_str()) {
-        ("", "configmaps") => &["data", "binaryData", "immutable"],
-        ("", "secrets") => &["data", "stringData", "type", "immutable"],
-        ("", "namespaces")
-        | ("apps", "deployments")
-        | ("apiextensions.k8s.io", "customresourcedefinitions") => &["spec", "status"],
-        ("coordination.k8s.io", "leases") => &["spec"],
-        ("", "events") => &[
-            "action",
-            "count",
-            "eventTime",
-            "firstTimestamp",
-            "involvedObject",
-            "lastTimestamp",
-            "message",
-            "reason",
-            "related",
-            "reportingComponent",
-            "reportingInstance",
-            "series",
-            "source",
-            "type",
-        ],
-        _ => return None,
-    };
-    Some(fields)
-}
-
-/// Drops the unknown top-level and metadata fields of a built-in kind (a
-/// typed decode in kube-apiserver drops them); returns their paths.
+/// Drops the unknown fields of a built-in kind (a typed decode in
+/// kube-apiserver drops them) by its structural schema, and unknown
+/// `metadata` fields; returns their paths. Kinds without a schema (a raw
+/// [`ResourceInfo`] a test registered) are stored as given.
 pub(crate) fn prune_builtin(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
-    let Some(fields) = builtin_fields(info) else {
+    if info.behavior == Behavior::CustomResource {
+        return Vec::new();
+    }
+    let Some(schema) = crate::builtin::schemas::structural(info) else {
         return Vec::new();
     };
     let mut unknown = Vec::new();
-    if let Some(m) = obj.as_object_mut() {
-        m.retain(|k, _| {
-            let known = matches!(k.as_str(), "apiVersion" | "kind" | "metadata")
-                || fields.contains(&k.as_str());
+    schema::prune(schema, obj, "", &mut unknown);
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        meta.retain(|k, _| {
+            let known = OBJECT_META_FIELDS.contains(&k.as_str());
             if !known {
-                unknown.push(k.clone());
+                unknown.push(format!("metadata.{k}"));
             }
             known
         });
-        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            meta.retain(|k, _| {
-                let known = OBJECT_META_FIELDS.contains(&k.as_str());
-                if !known {
-                    unknown.push(format!("metadata.{k}"));
-                }
-                known
-            });
-        }
     }
     unknown
 }

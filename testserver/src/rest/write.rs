@@ -192,6 +192,7 @@ impl Core {
                 m.remove("status");
             }
         }
+        crate::kinds::prepare_for_create(info, &mut obj);
         if info.behavior == Behavior::Namespace {
             if let Some(m) = obj.as_object_mut() {
                 m.insert("status".into(), json!({"phase": "Active"}));
@@ -245,14 +246,23 @@ impl Core {
                 }
                 return Err(StatusError::already_exists(&info.group_resource(), &name));
             }
+            let mut value = prepared.value;
+            let reserved = self.allocate(info, &mut value, None)?;
             if opts.dry_run {
+                self.give_back(reserved);
                 return Ok(WriteResult {
-                    object: dry_run_object(prepared.value, &key)?,
+                    object: dry_run_object(value, &key)?,
                     created: true,
                     warnings: prepared.warnings,
                 });
             }
-            let ev = tx.put(&key, prepared.value)?;
+            let ev = match tx.put(&key, value) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    self.give_back(reserved);
+                    return Err(e.into());
+                }
+            };
             drop(tx);
             self.after_write(info, None, &ev.object);
             return Ok(WriteResult {
@@ -320,7 +330,7 @@ impl Core {
         let Some(old) = tx.get(key) else {
             return Err(StatusError::not_found(&info.group_resource(), name));
         };
-        let (mut new, warnings) = if opts.prepared {
+        let (new, warnings) = if opts.prepared {
             // computed by a dry run of this update (admission): stored as
             // it is if the object is still the one it was computed from
             if meta::meta_str(&body, "resourceVersion") != old.resource_version().to_string() {
@@ -330,54 +340,7 @@ impl Core {
         } else {
             self.updated_object(info, &old, name, body, sub, opts)?
         };
-        if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
-            if opts.dry_run {
-                return Ok(WriteResult {
-                    object: dry_run_object(new, key)?,
-                    created: false,
-                    warnings,
-                });
-            }
-            let ev = tx.delete(key)?;
-            return match ev {
-                Some(ev) => {
-                    self.after_remove(info, &ev.object);
-                    Ok(WriteResult {
-                        object: ev.object.clone(),
-                        created: false,
-                        warnings,
-                    })
-                }
-                None => Err(StatusError::not_found(&info.group_resource(), name)),
-            };
-        }
-        // compare with the old resourceVersion: a no-op update writes nothing
-        meta::set_meta_str(
-            &mut new,
-            "resourceVersion",
-            &old.resource_version().to_string(),
-        );
-        if new == *old.value() {
-            return Ok(WriteResult {
-                object: old,
-                created: false,
-                warnings,
-            });
-        }
-        if opts.dry_run {
-            return Ok(WriteResult {
-                object: dry_run_object(new, key)?,
-                created: false,
-                warnings,
-            });
-        }
-        let ev = tx.put(key, new)?;
-        self.after_write(info, Some(&old), &ev.object);
-        Ok(WriteResult {
-            object: ev.object.clone(),
-            created: false,
-            warnings,
-        })
+        self.store_update(info, tx, key, name, &old, new, opts, warnings)
     }
 
     /// The object an update of `old` with `body` stores (status handling,
@@ -427,6 +390,7 @@ impl Core {
             }
         };
         strategy::keep_system_metadata(old_value, &mut new);
+        crate::kinds::prepare_for_update(info, old_value, &mut new);
         if let Some(recorded) = recorded_fields {
             match recorded {
                 Some(mf) => meta::metadata_mut(&mut new).insert("managedFields".into(), mf),
@@ -448,6 +412,63 @@ impl Core {
             fields::record_update(info, Some(old_value), &mut new, &writer(info, opts, sub));
         }
         Ok((new, warnings))
+    }
+
+    /// Stores an updated object (unless nothing changed or it is a dry
+    /// run), or removes it when it is terminating and nothing holds it.
+    #[allow(clippy::too_many_arguments)]
+    fn store_update(
+        &self,
+        info: &ResourceInfo,
+        tx: &mut WriteTxn<'_>,
+        key: &str,
+        name: &str,
+        old: &Arc<StoredObject>,
+        mut new: Value,
+        opts: &WriteOptions,
+        warnings: Vec<String>,
+    ) -> Result<WriteResult, StatusError> {
+        let result = |object: Arc<StoredObject>, warnings| WriteResult {
+            object,
+            created: false,
+            warnings,
+        };
+        if meta::is_deleting(&new) && super::delete::can_remove(info, &new) {
+            if opts.dry_run {
+                return Ok(result(dry_run_object(new, key)?, warnings));
+            }
+            return match tx.delete(key)? {
+                Some(ev) => {
+                    self.after_remove(info, &ev.object);
+                    Ok(result(ev.object.clone(), warnings))
+                }
+                None => Err(StatusError::not_found(&info.group_resource(), name)),
+            };
+        }
+        // compare with the old resourceVersion: a no-op update writes nothing
+        meta::set_meta_str(
+            &mut new,
+            "resourceVersion",
+            &old.resource_version().to_string(),
+        );
+        if new == *old.value() {
+            return Ok(result(old.clone(), warnings));
+        }
+        let reserved = self.allocate(info, &mut new, Some(old.value()))?;
+        if opts.dry_run {
+            self.give_back(reserved);
+            return Ok(result(dry_run_object(new, key)?, warnings));
+        }
+        let ev = match tx.put(key, new) {
+            Ok(ev) => ev,
+            Err(e) => {
+                self.give_back(reserved);
+                return Err(e.into());
+            }
+        };
+        self.release(info, old.value(), Some(ev.object.value()));
+        self.after_write(info, Some(old), &ev.object);
+        Ok(result(ev.object.clone(), warnings))
     }
 
     /// PATCH: applies a patch of the given type.
@@ -556,6 +577,7 @@ impl Core {
             }
             _ => {}
         }
+        self.notify_write(info, old.is_none(), new);
         let owners = meta::owner_uids(new.value());
         if !owners.is_empty() && old.is_none_or(|o| meta::owner_uids(o.value()) != owners) {
             self.notify(ControllerMsg::CheckOwners {
@@ -568,6 +590,13 @@ impl Core {
                 self.notify(ControllerMsg::OwnerDeleting);
             }
         }
+    }
+
+    /// Serves a further resource (replacing one at the same
+    /// group/version/plural).
+    pub(crate) fn register_resource(&self, info: ResourceInfo) {
+        self.store.ensure_resource(&info.group_resource());
+        self.registry.register(vec![info]);
     }
 
     /// Registers the resources a CRD serves.
@@ -604,7 +633,7 @@ pub(crate) fn patched(
         _ if info.behavior == Behavior::CustomResource => {
             return Err(strategic_on_custom_resource())
         }
-        _ => patch::strategic_merge_patch(view, body),
+        _ => patch::strategic_merge_patch(view, body, crate::builtin::schemas::structural(info)),
     }
     .map_err(|e| patch_error(e, body))
 }

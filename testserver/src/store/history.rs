@@ -3,7 +3,7 @@
 //! writer never waits for a watcher; a watcher whose cursor falls out of the
 //! window has missed events and is closed.
 
-use super::object::{EventType, StoredObject};
+use super::object::{StoredObject, WatchEventType};
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Event {
     /// ADDED, MODIFIED or DELETED.
-    pub kind: EventType,
+    pub kind: WatchEventType,
     /// The resourceVersion the change was written at.
     pub rv: u64,
     /// Position in the resource's history.
@@ -68,7 +68,7 @@ impl History {
 
     pub(crate) fn push(
         &mut self,
-        kind: EventType,
+        kind: WatchEventType,
         object: Arc<StoredObject>,
         prev: Option<Arc<StoredObject>>,
         frame: Bytes,
@@ -142,7 +142,7 @@ mod tests {
     fn evicts_oldest_and_moves_floor() {
         let mut h = History::new(2, 5);
         for rv in [6, 8, 11] {
-            h.push(EventType::Modified, obj(rv), None, Bytes::new());
+            h.push(WatchEventType::Modified, obj(rv), None, Bytes::new());
         }
         // 6 evicted; the oldest kept is 8, so the floor is 7 (kube's oldest-1)
         assert_eq!(h.floor_rv(), 7);

@@ -15,7 +15,7 @@ mod object;
 pub(crate) use continue_token::ContinueToken;
 pub use history::Event;
 pub(crate) use history::Evicted;
-pub use object::{EventType, StoredObject};
+pub use object::{StoredObject, WatchEventType};
 
 use crate::meta;
 use crate::resource::StorageKey;
@@ -264,9 +264,9 @@ impl WriteTxn<'_> {
         meta::set_meta_str(&mut value, "resourceVersion", &rv.to_string());
         let prev = self.state.objects.get(key).cloned();
         let kind = if prev.is_some() {
-            EventType::Modified
+            WatchEventType::Modified
         } else {
-            EventType::Added
+            WatchEventType::Added
         };
         let (obj, frame) = object::encode(kind, value, rv, key.to_owned())?;
         let obj = Arc::new(obj);
@@ -296,7 +296,7 @@ impl WriteTxn<'_> {
         let rv = self.store.next_rv();
         let mut value = prev.value().clone();
         meta::set_meta_str(&mut value, "resourceVersion", &rv.to_string());
-        let (obj, frame) = object::encode(EventType::Deleted, value, rv, key.to_owned())?;
+        let (obj, frame) = object::encode(WatchEventType::Deleted, value, rv, key.to_owned())?;
         self.state.objects.remove(key);
         self.state.keys.remove(key);
         self.store
@@ -306,7 +306,7 @@ impl WriteTxn<'_> {
         let ev = self
             .state
             .history
-            .push(EventType::Deleted, Arc::new(obj), Some(prev), frame);
+            .push(WatchEventType::Deleted, Arc::new(obj), Some(prev), frame);
         self.rs.seq_tx.send_replace(ev.seq + 1);
         Ok(Some(ev))
     }

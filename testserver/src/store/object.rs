@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// The type of a watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventType {
+pub enum WatchEventType {
     /// The object was created.
     Added,
     /// The object was changed.
@@ -18,7 +18,7 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
+impl WatchEventType {
     /// The wire name (`ADDED`, `MODIFIED`, `DELETED`).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -84,7 +84,7 @@ impl StoredObject {
 /// Encodes `value` (whose resourceVersion is already `rv`) as a watch
 /// frame of type `kind` and returns the object sharing the frame's bytes.
 pub(crate) fn encode(
-    kind: EventType,
+    kind: WatchEventType,
     value: Value,
     rv: u64,
     key: String,
@@ -116,7 +116,7 @@ pub(crate) fn from_value(
     rv: u64,
     key: String,
 ) -> Result<StoredObject, serde_json::Error> {
-    encode(EventType::Added, value, rv, key).map(|(o, _)| o)
+    encode(WatchEventType::Added, value, rv, key).map(|(o, _)| o)
 }
 
 impl StoredObject {

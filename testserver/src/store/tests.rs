@@ -42,8 +42,8 @@ fn writes_get_increasing_versions_and_events() -> Result<(), StoreError> {
     let b = tx.put("ns/a", cm("ns", "a", "2"))?;
     let c = tx.delete("ns/a")?.map(|e| e.rv);
     drop(tx);
-    assert_eq!(a.kind, EventType::Added);
-    assert_eq!(b.kind, EventType::Modified);
+    assert_eq!(a.kind, WatchEventType::Added);
+    assert_eq!(b.kind, WatchEventType::Modified);
     assert!(a.rv < b.rv && Some(b.rv) < c);
     assert_eq!(
         b.object.value()["metadata"]["resourceVersion"],
@@ -58,7 +58,7 @@ fn writes_get_increasing_versions_and_events() -> Result<(), StoreError> {
     );
     let events = rs.events_from(0, 10).unwrap_or_default();
     let deleted = events.last().map(|e| (e.kind, e.object.resource_version()));
-    assert_eq!(deleted, Some((EventType::Deleted, c.unwrap_or(0))));
+    assert_eq!(deleted, Some((WatchEventType::Deleted, c.unwrap_or(0))));
     Ok(())
 }
 

@@ -346,19 +346,3 @@ impl Stream {
         }
     }
 }
-
-/// Polls `f` until it returns true or [`WAIT`] passes.
-pub async fn eventually<F, Fut>(mut f: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while tokio::time::Instant::now() < deadline {
-        if f().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
-}

@@ -1,8 +1,9 @@
 //! CustomResourceDefinitions: approval rule, registration in discovery,
 //! schema validation and pruning, status subresource, versions, removal.
 
-use crate::client::{eventually, Client};
+use crate::client::Client;
 use crate::{foo, foo_crd, server};
+use kcontrol_testserver::eventually;
 use serde_json::json;
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -188,15 +189,13 @@ async fn a_crd_registers_validates_and_unregisters() {
         .delete(&format!("{CRDS}/foos.samplecontroller.k8s.io"), None)
         .await;
     assert_eq!(d.status, 200);
-    assert!(
-        eventually(|| async {
-            c.get(&format!("{CRDS}/foos.samplecontroller.k8s.io"))
-                .await
-                .status
-                == 404
-        })
-        .await
-    );
+    eventually("the CRD to be gone", || async {
+        c.get(&format!("{CRDS}/foos.samplecontroller.k8s.io"))
+            .await
+            .status
+            == 404
+    })
+    .await;
     assert_eq!(c.get(FOOS).await.status, 404);
     assert!(!c.get("/apis").await.json()["groups"]
         .as_array()

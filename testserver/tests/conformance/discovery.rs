@@ -61,11 +61,17 @@ async fn discovery_documents_match_kube_shapes() {
     assert_eq!(
         res,
         [
+            "daemonsets",
+            "daemonsets/status",
             "deployments",
             "deployments/scale",
             "deployments/status",
             "replicasets",
-            "replicasets/status"
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status"
         ]
     );
     let missing = c.get("/apis/nope.example.com/v1").await;

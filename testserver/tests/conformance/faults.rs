@@ -1,8 +1,9 @@
 //! Fault injection through the library handle and the admin endpoint;
 //! the request log and counters.
 
-use crate::client::{eventually, Client, Line, WAIT};
+use crate::client::{Client, Line, WAIT};
 use crate::{cm, server};
+use kcontrol_testserver::eventually;
 use kcontrol_testserver::{Failure, FaultScope, Flapping, Restart, Verb};
 use serde_json::json;
 use std::time::Duration;
@@ -29,8 +30,12 @@ async fn closing_and_limiting_watches() {
             "/api/v1/namespaces?watch=true&resourceVersion={start}"
         ))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(s.counters().active_watches, 2);
+    // a watch counts as open before its response headers are sent, so both
+    // are counted by now; polled all the same, the count is what matters
+    eventually("both watches registered", async || {
+        s.counters().active_watches == 2
+    })
+    .await;
     s.faults().close_all_watches();
     assert!(w1.ends_within(WAIT).await);
     assert!(w2.ends_within(WAIT).await);
@@ -199,7 +204,10 @@ async fn the_admin_endpoint_drives_the_same_faults() {
     let mut w = c
         .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
         .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    eventually("the watch registered before close-watches", || async {
+        s.counters().active_watches == 1
+    })
+    .await;
     post("close-watches").await;
     assert!(w.ends_within(WAIT).await);
     c.post(CMS, &cm("b", json!({}))).await;
@@ -265,7 +273,12 @@ async fn a_watcher_left_behind_the_window_is_closed() {
     let mut w = c
         .stream(&format!("{CMS}?watch=true&resourceVersion={start}"))
         .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // its start version is fixed when the watch registers: from then on the
+    // evictions below leave it behind whether or not its task ran yet
+    eventually("the watch registered before the writes", || async {
+        s.counters().active_watches == 1
+    })
+    .await;
     s.faults().pause_watches();
     for i in 0..10 {
         c.post(CMS, &cm(&format!("n{i}"), json!({}))).await;
@@ -449,10 +462,10 @@ async fn flapping_restarts_the_server_again_and_again() {
         "the first restart cuts the watch"
     );
     let addr = s.addr();
-    assert!(
-        eventually(|| async move { tokio::net::TcpStream::connect(addr).await.is_err() }).await,
-        "the port refuses connections while down"
-    );
+    eventually("the port refuses connections while down", || async move {
+        tokio::net::TcpStream::connect(addr).await.is_err()
+    })
+    .await;
     tokio::time::timeout(WAIT, flapping).await.unwrap().unwrap();
     assert_eq!(s.faults().restarts(), 3);
     assert_eq!(c.get(CMS).await.status, 200, "up after the last one");
@@ -487,8 +500,19 @@ async fn a_request_sooner_than_its_retry_after_is_counted_by_client() {
     assert_eq!(s.counters().retry_after_violations, 1);
     // waiting what was asked is what the counter checks
     s.faults().fail_next(1, Failure::ServiceUnavailable);
-    assert_eq!(send("client-b").await, 503);
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let unavailable = c.send_raw_with_agent("GET", CMS, "client-b").await;
+    assert_eq!(unavailable.status, 503);
+    let asked: u64 = unavailable
+        .header("retry-after")
+        .expect("a 503 asks for a wait")
+        .parse()
+        .unwrap();
+    // Wall time on purpose: the server checks the wait against its own
+    // `std::time::Instant` clock (it has no clock a test can move), and a
+    // client honours `Retry-After` in real seconds. This sleep is the
+    // behaviour under test (a client that waits what was asked is not
+    // counted), not a wait for an event.
+    tokio::time::sleep(Duration::from_secs(asked)).await;
     assert_eq!(send("client-b").await, 200);
     assert_eq!(s.counters().retry_after_violations, 1);
     assert_eq!(

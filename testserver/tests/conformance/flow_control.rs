@@ -3,8 +3,9 @@
 //! its seat until its answer is out, a watch only until its initial
 //! events are; the builder option and the admin call set the same limit.
 
-use crate::client::{eventually, Client, WAIT};
+use crate::client::{Client, WAIT};
 use crate::cm;
+use kcontrol_testserver::try_eventually;
 use kcontrol_testserver::TestServer;
 use serde_json::json;
 use std::time::Duration;
@@ -12,7 +13,11 @@ use std::time::Duration;
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 async fn in_flight_reaches(s: &TestServer, n: u64) -> bool {
-    eventually(|| async { s.counters().in_flight == n }).await
+    try_eventually(format!("{n} requests in flight"), async || {
+        s.counters().in_flight == n
+    })
+    .await
+    .is_ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,14 +3,16 @@
 //! explain, get --watch, delete. Skipped (with one printed line) when no
 //! kubectl is on PATH.
 
-use crate::client::{eventually, Client, WAIT};
+use crate::client::{Client, WAIT};
 use crate::cm;
-use kcontrol_testserver::{TestServer, Verb};
+use kcontrol_testserver::{
+    eventually, eventually_blocking, wait_with_output_within, TestServer, Verb,
+};
 use serde_json::json;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn kubectl_path() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -19,7 +21,7 @@ fn kubectl_path() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-struct Kubectl {
+pub(crate) struct Kubectl {
     bin: PathBuf,
     home: tempfile::TempDir,
     kubeconfig: PathBuf,
@@ -29,7 +31,7 @@ impl Kubectl {
     /// A TLS testserver and a kubectl with its own home and kubeconfig for
     /// it; `None` (with one printed line naming `what` was skipped) when no
     /// kubectl is on PATH.
-    async fn against_a_new_server(what: &str) -> Option<(TestServer, Kubectl)> {
+    pub(crate) async fn against_a_new_server(what: &str) -> Option<(TestServer, Kubectl)> {
         let Some(bin) = kubectl_path() else {
             println!("kubectl not found on PATH: {what} skipped");
             return None;
@@ -48,7 +50,7 @@ impl Kubectl {
         ))
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.bin);
         c.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
@@ -61,42 +63,23 @@ impl Kubectl {
     }
 
     /// Runs kubectl with a bounded wait; returns (success, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
-        let mut child = self.cmd(args).spawn().expect("kubectl starts");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                let mut out = String::new();
-                let mut err = String::new();
-                child
-                    .stdout
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut out)
-                    .unwrap();
-                child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                return (status.success(), out, err);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("kubectl {args:?} did not finish");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    pub(crate) fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let child = self.cmd(args).spawn().expect("kubectl starts");
+        let out = wait_with_output_within(format!("kubectl {args:?}"), WAIT * 3, child);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let (ok, out, err) = self.run(args);
         assert!(ok, "kubectl {args:?} failed:\n{out}\n{err}");
         out
     }
 
-    fn file(&self, name: &str, content: &str) -> String {
+    pub(crate) fn file(&self, name: &str, content: &str) -> String {
         let p = self.home.path().join(name);
         std::fs::write(&p, content).unwrap();
         p.to_string_lossy().into_owned()
@@ -266,7 +249,10 @@ async fn kubectl_drives_the_server() {
         }
         String::from_utf8_lossy(&buf).into_owned()
     });
-    assert!(eventually(|| async { s.counters().active_watches >= 1 }).await);
+    eventually("s.counters().active_watches >= 1", || async {
+        s.counters().active_watches >= 1
+    })
+    .await;
     assert_eq!(
         c.post(
             "/api/v1/namespaces/default/configmaps",
@@ -294,15 +280,13 @@ async fn kubectl_drives_the_server() {
             .is_none());
         k.ok(&["delete", "-f", &crd]);
     });
-    assert!(
-        eventually(|| async {
-            c.get("/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos")
-                .await
-                .status
-                == 404
-        })
-        .await
-    );
+    eventually("the Foo resource to be served", || async {
+        c.get("/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos")
+            .await
+            .status
+            == 404
+    })
+    .await;
 }
 
 /// kubectl's typed clients send built-in objects as protobuf (create) and
@@ -411,15 +395,9 @@ async fn kubectl_creates_scales_and_rolls_out_built_in_kinds() {
                 })
         };
         let wait_revision = |want: &str| {
-            let deadline = Instant::now() + WAIT;
-            while revision().as_deref() != Some(want) {
-                assert!(
-                    Instant::now() < deadline,
-                    "revision {want} never came: {:?}",
-                    revision()
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            eventually_blocking(format!("revision {want}"), || {
+                revision().as_deref() == Some(want)
+            })
         };
         // the restart made revision 2
         wait_revision("2");

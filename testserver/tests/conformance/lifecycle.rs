@@ -1,8 +1,9 @@
 //! Finalizers, garbage collection with propagation policies, namespace
 //! termination and the Deployment status simulator.
 
-use crate::client::{eventually, Client, WAIT};
+use crate::client::{Client, WAIT};
 use crate::{cm, deployment, server};
+use kcontrol_testserver::eventually;
 use kcontrol_testserver::TestServer;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -64,13 +65,11 @@ async fn garbage_collection_follows_the_propagation_policy() {
         assert_eq!(c.post(CMS, &owned(n, &owner, false)).await.status, 201);
     }
     assert_eq!(c.delete(&format!("{CMS}/owner"), None).await.status, 200);
-    assert!(
-        eventually(|| async {
-            c.get(&format!("{CMS}/d1")).await.status == 404
-                && c.get(&format!("{CMS}/d2")).await.status == 404
-        })
-        .await
-    );
+    eventually("the dependents d1 and d2 to be collected", || async {
+        c.get(&format!("{CMS}/d1")).await.status == 404
+            && c.get(&format!("{CMS}/d2")).await.status == 404
+    })
+    .await;
 
     // orphan: dependents stay, without the reference
     let owner = c.post(CMS, &cm("owner2", json!({}))).await.json();
@@ -82,7 +81,10 @@ async fn garbage_collection_follows_the_propagation_policy() {
         .unwrap()
         .iter()
         .any(|f| f == "orphan"));
-    assert!(eventually(|| async { c.get(&format!("{CMS}/owner2")).await.status == 404 }).await);
+    eventually("owner2 to be deleted", || async {
+        c.get(&format!("{CMS}/owner2")).await.status == 404
+    })
+    .await;
     let o1 = c.get(&format!("{CMS}/o1")).await.json();
     assert!(o1["metadata"].get("ownerReferences").is_none(), "{o1}");
 
@@ -100,12 +102,13 @@ async fn garbage_collection_follows_the_propagation_policy() {
         .unwrap()
         .iter()
         .any(|f| f == "foregroundDeletion"));
-    assert!(
-        eventually(|| async {
-            c.get(&format!("{CMS}/f1")).await.json()["metadata"]["deletionTimestamp"].is_string()
-        })
-        .await
-    );
+    eventually("the blocking dependent f1 to be deleting", || async {
+        c.get(&format!("{CMS}/f1")).await.json()["metadata"]["deletionTimestamp"].is_string()
+    })
+    .await;
+    // An absence cannot be waited for: the owner is checked after a short
+    // window. A slow collector can only make this pass, never fail wrongly;
+    // the deletion that must not happen yet is proven to come below.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         c.get(&format!("{CMS}/owner3")).await.status,
@@ -115,7 +118,10 @@ async fn garbage_collection_follows_the_propagation_policy() {
     let mut f1 = c.get(&format!("{CMS}/f1")).await.json();
     f1["metadata"]["finalizers"] = json!([]);
     c.put(&format!("{CMS}/f1"), &f1).await;
-    assert!(eventually(|| async { c.get(&format!("{CMS}/owner3")).await.status == 404 }).await);
+    eventually("owner3 to be deleted", || async {
+        c.get(&format!("{CMS}/owner3")).await.status == 404
+    })
+    .await;
     // preconditions
     let p = c.post(CMS, &cm("pre", json!({}))).await.json();
     let r = c
@@ -156,10 +162,10 @@ async fn namespaces_terminate_with_their_contents() {
         .await;
     assert_eq!(r.status, 403);
     assert_eq!(r.json()["message"], "configmaps \"late\" is forbidden: unable to create new content in namespace team because it is being terminated");
-    assert!(
-        eventually(|| async { c.get("/api/v1/namespaces/team/configmaps/x").await.status == 404 })
-            .await
-    );
+    eventually("the namespace's ConfigMap to be deleted", || async {
+        c.get("/api/v1/namespaces/team/configmaps/x").await.status == 404
+    })
+    .await;
     assert_eq!(
         c.get("/api/v1/namespaces/team").await.status,
         200,
@@ -171,7 +177,10 @@ async fn namespaces_terminate_with_their_contents() {
         .json();
     h["metadata"]["finalizers"] = json!([]);
     c.put("/api/v1/namespaces/team/configmaps/held", &h).await;
-    assert!(eventually(|| async { c.get("/api/v1/namespaces/team").await.status == 404 }).await);
+    eventually("the namespace to be deleted", || async {
+        c.get("/api/v1/namespaces/team").await.status == 404
+    })
+    .await;
     let names: Vec<String> = c.get("/api/v1/namespaces").await.json()["items"]
         .as_array()
         .unwrap()
@@ -206,7 +215,7 @@ async fn the_deployment_simulator_reports_rollouts() {
                 && st["observedGeneration"] == generation
         }
     };
-    assert!(eventually(|| ready(3, 1)).await);
+    eventually("3 replicas ready at generation 1", || ready(3, 1)).await;
     let d = c.get(&format!("{path}/web")).await.json();
     assert!(d["status"]["conditions"]
         .as_array()
@@ -219,7 +228,7 @@ async fn the_deployment_simulator_reports_rollouts() {
         r#"{"spec":{"replicas":5}}"#,
     )
     .await;
-    assert!(eventually(|| ready(5, 2)).await);
+    eventually("5 replicas ready at generation 2", || ready(5, 2)).await;
     s.set_deployment_simulator(None);
     c.patch(
         &format!("{path}/web"),
@@ -227,6 +236,9 @@ async fn the_deployment_simulator_reports_rollouts() {
         r#"{"spec":{"replicas":1}}"#,
     )
     .await;
+    // An absence cannot be waited for: with the simulator off nothing may
+    // update the status, checked after a short window (a slow server can
+    // only make this pass, never fail wrongly).
     tokio::time::sleep(Duration::from_millis(200)).await;
     let d = c.get(&format!("{path}/web")).await.json();
     assert_eq!(
@@ -248,19 +260,20 @@ async fn dependents_of_owners_that_do_not_exist_are_collected() {
         c.post(CMS, &owned("orphaned", &ghost, false)).await.status,
         201
     );
-    assert!(eventually(|| async { c.get(&format!("{CMS}/orphaned")).await.status == 404 }).await);
+    eventually("the orphaned dependent to be collected", || async {
+        c.get(&format!("{CMS}/orphaned")).await.status == 404
+    })
+    .await;
     // with one live owner, only the dangling reference goes
     let live = c.post(CMS, &cm("live", json!({}))).await.json();
     let mut two = owned("two-owners", &live, false);
     two["metadata"]["ownerReferences"].as_array_mut().unwrap().push(json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": "00000000-0000-0000-0000-000000000000"}));
     c.post(CMS, &two).await;
-    assert!(
-        eventually(|| async {
-            let o = c.get(&format!("{CMS}/two-owners")).await.json();
-            o["metadata"]["ownerReferences"]
-                .as_array()
-                .is_some_and(|r| r.len() == 1 && r[0]["name"] == "live")
-        })
-        .await
-    );
+    eventually("only the live owner left on two-owners", || async {
+        let o = c.get(&format!("{CMS}/two-owners")).await.json();
+        o["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|r| r.len() == 1 && r[0]["name"] == "live")
+    })
+    .await;
 }

@@ -7,6 +7,7 @@ use crate::{foo, foo_crd, server};
 use k8s_pb::api::{apps::v1 as apps, autoscaling::v1 as autoscaling, core::v1 as core};
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as metav1;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+use kcontrol_testserver::eventually;
 use prost::Message;
 use serde_json::json;
 
@@ -337,7 +338,7 @@ async fn unsupported_fields_and_malformed_bodies_are_refused_by_name() {
 }
 
 #[tokio::test]
-async fn custom_resources_tables_and_metadata_stay_json() {
+async fn custom_resources_and_tables_stay_json_metadata_lists_are_protobuf() {
     let srv = server().await;
     let c = Client::new(&srv);
     assert_eq!(
@@ -350,12 +351,10 @@ async fn custom_resources_tables_and_metadata_stay_json() {
         201
     );
     let foos = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos";
-    let created = crate::client::eventually(|| {
-        let c = c.clone();
-        async move { c.post(foos, &foo("f1", 1)).await.status == 201 }
+    eventually("the CRD's resource to accept a Foo", async || {
+        c.post(foos, &foo("f1", 1)).await.status == 201
     })
     .await;
-    assert!(created);
     // protobuf only: 406; with JSON listed: JSON
     assert_eq!(c.get_as(foos, PB).await.status, 406);
     let r = c.get_as(foos, PB_OR_JSON).await;
@@ -373,7 +372,8 @@ async fn custom_resources_tables_and_metadata_stay_json() {
     )
     .await;
     assert_eq!(r.status, 415);
-    // Tables and PartialObjectMetadata are JSON even for built-in kinds
+    // Tables are JSON even for built-in kinds (kube-apiserver has no
+    // protobuf Table)
     let body = envelope(
         "apps/v1",
         "Deployment",
@@ -394,7 +394,17 @@ async fn custom_resources_tables_and_metadata_stay_json() {
             "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
         )
         .await;
-    assert_eq!(r.json()["kind"], "PartialObjectMetadataList");
+    // PartialObjectMetadataList asked protobuf first (client-go's metadata
+    // client) is protobuf, as kube-apiserver answers it
+    assert_eq!((r.status, content_type(&r)), (200, PB.to_owned()));
+    let (kind, list): (_, metav1::PartialObjectMetadataList) = open(&r.body);
+    assert_eq!(kind, "PartialObjectMetadataList");
+    let names: Vec<_> = list
+        .items
+        .iter()
+        .filter_map(|m| m.metadata.as_ref()?.name.clone())
+        .collect();
+    assert_eq!(names, ["web"]);
 }
 
 #[tokio::test]

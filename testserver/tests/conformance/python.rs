@@ -2,10 +2,9 @@
 //! real client: create, list with limit/continue, watch, custom objects.
 //! Skipped (with one printed line) when it cannot be imported.
 
-use kcontrol_testserver::TestServer;
-use std::io::Read;
+use kcontrol_testserver::{wait_with_output_within, TestServer};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -34,7 +33,12 @@ listed = core.list_namespaced_config_map(ns)
 rv = listed.metadata.resource_version
 
 def later():
-    time.sleep(0.3)
+    # write once the watch below is open (the server counts it), so its
+    # events come live rather than from the history; bounded
+    deadline = time.monotonic() + 30
+    while core.api_client.call_api("/__admin/counters", "GET", response_type="object", _return_http_data_only=True)["activeWatches"] < 1:
+        assert time.monotonic() < deadline, "the watch never opened"
+        time.sleep(0.01)
     core.create_namespaced_config_map(ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="py-late")))
     core.delete_namespaced_config_map("py-0", ns)
 threading.Thread(target=later).start()
@@ -95,7 +99,7 @@ async fn the_python_client_works() {
     let script = dir.path().join("client.py");
     std::fs::write(&script, SCRIPT).unwrap();
     let (ok, out, err) = tokio::task::block_in_place(|| {
-        let mut child = Command::new(PYTHON)
+        let child = Command::new(PYTHON)
             .arg(&script)
             .arg(&kubeconfig)
             .env("HOME", dir.path())
@@ -104,31 +108,12 @@ async fn the_python_client_works() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("python starts");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                let mut out = String::new();
-                let mut err = String::new();
-                child
-                    .stdout
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut out)
-                    .unwrap();
-                child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                return (status.success(), out, err);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("the Python client did not finish");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let out = wait_with_output_within("the Python client", Duration::from_secs(60), child);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     });
     assert!(ok, "python failed:\n{out}\n{err}");
     assert!(out.contains("python client OK"), "{out}");

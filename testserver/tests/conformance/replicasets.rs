@@ -3,8 +3,9 @@
 //! restored template reusing its ReplicaSet under a new revision, pruning
 //! to `revisionHistoryLimit`, and garbage collection with the Deployment.
 
-use crate::client::{eventually, Client};
+use crate::client::Client;
 use crate::server;
+use kcontrol_testserver::try_eventually;
 use serde_json::{json, Value};
 
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/default/deployments";
@@ -62,11 +63,9 @@ async fn wait_for(c: &Client, want: &[(i64, i64, &str)]) {
         .iter()
         .map(|(r, n, i)| (*r, *n, (*i).to_owned()))
         .collect();
-    let ok = eventually(|| {
-        let want = want.clone();
-        async move { revisions(c).await == want }
-    })
-    .await;
+    let ok = try_eventually("the revisions", async || revisions(c).await == want)
+        .await
+        .is_ok();
     assert!(ok, "wanted {want:?}, have {:?}", revisions(c).await);
 }
 
@@ -96,11 +95,12 @@ async fn one_replica_set_per_template_revision() {
         hash
     );
     // its status reports the replicas (the cluster has ready nodes)
-    let available = eventually(|| async {
+    let available = try_eventually("2 available replicas", async || {
         let rs = &c.get(RS).await.json()["items"][0];
         rs["status"]["replicas"] == 2 && rs["status"]["availableReplicas"] == 2
     })
-    .await;
+    .await
+    .is_ok();
     assert!(available, "{}", c.get(RS).await.json());
 
     set_image(&c, "b").await;
@@ -127,7 +127,9 @@ async fn one_replica_set_per_template_revision() {
         200
     );
     assert!(
-        eventually(|| async { revisions(&c).await.is_empty() }).await,
+        try_eventually("no revisions", async || revisions(&c).await.is_empty())
+            .await
+            .is_ok(),
         "{:?}",
         revisions(&c).await
     );

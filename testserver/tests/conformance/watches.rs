@@ -147,6 +147,13 @@ async fn send_initial_events_ends_with_an_annotated_bookmark() {
         b["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
         "true"
     );
+    // kube-apiserver's bookmark metadata: the resourceVersion and the
+    // annotation, nothing else (no `creationTimestamp: null`)
+    let keys: Vec<&String> = b["object"]["metadata"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["annotations", "resourceVersion"], "{b}");
     let bookmark_rv = rv_of(&b["object"]);
     c.post(CMS, &cm("d", json!({}))).await;
     let e = w.next_non_bookmark(WAIT).await.unwrap();
@@ -179,7 +186,11 @@ async fn bookmarks_are_periodic_and_precede_the_timeout() {
     let mut bookmarks = Vec::new();
     while let Some(e) = w.next_event(WAIT).await {
         assert_eq!(e["type"], "BOOKMARK");
-        assert!(e["object"]["metadata"].get("annotations").is_none());
+        let keys: Vec<&String> = e["object"]["metadata"]
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
+        assert_eq!(keys, ["resourceVersion"], "{e}");
         bookmarks.push(rv_of(&e["object"]));
     }
     assert!(bookmarks.len() >= 2, "{bookmarks:?}");

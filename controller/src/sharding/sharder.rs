@@ -1,0 +1,721 @@
+//! [`Sharder`]: run by the replica elected on the ring's sharder Lease, it
+//! watches the ring's member Leases and the sharded kinds' metadata and
+//! writes each object's assignment ([`decide`](super::decide)) as its
+//! shard label, every write guarded by the object's `resourceVersion`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kcontrol_client::{Api, Client, Patch, PatchParams};
+use kcontrol_indexer::{
+    split_meta_namespace_key, DynamicObject, KubeObject, PartialObjectMetadata, StringMap,
+    ThreadSafeStore, TypedResource,
+};
+use kcontrol_informer::{
+    wait_for_cache_sync, InformerFactory, InformerFactoryBuilder, InformerScope,
+    ResourceEventHandlerFuncs, SharedIndexInformer,
+};
+use kcontrol_workqueue::RateLimitingQueue;
+use parking_lot::Mutex;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::decide::{decide, decide_child, Decision};
+use super::members::Members;
+use super::{ShardingConfig, ShardingError, RING_LABEL};
+use crate::handlers::EnqueueHandler;
+use crate::workers::run_workers;
+
+/// How often the sharder re-evaluates every object (a safety net: every
+/// change already triggers its object's evaluation).
+const RESYNC: Duration = Duration::from_secs(60);
+
+/// The index of owned objects by their controller owner's key.
+const OWNER_INDEX: &str = "kcontrol.dev/sharding-owner";
+
+/// What one sharded kind runs while the sharder runs.
+type KindRun = Arc<dyn Fn(&Context) -> Result<BoxFuture<'static, ()>, ShardingError> + Send + Sync>;
+
+/// What one sharded kind sets on the sharder's informer factory (its
+/// metadata trim, [`trimmed`]).
+type KindSetup =
+    Arc<dyn Fn(InformerFactoryBuilder, &ShardingConfig) -> InformerFactoryBuilder + Send + Sync>;
+
+/// What every kind's run shares.
+#[derive(Clone)]
+struct Context {
+    client: Client,
+    config: ShardingConfig,
+    factory: Arc<InformerFactory>,
+    scope: InformerScope,
+    live: watch::Receiver<BTreeSet<String>>,
+    stop: CancellationToken,
+}
+
+/// Assigns the objects of the sharded kinds to the ring's live members.
+/// Cloning shares the kinds; [`run`](Self::run) may run again after it
+/// returned (a sharder elected again).
+#[derive(Clone)]
+pub struct Sharder {
+    client: Client,
+    config: ShardingConfig,
+    namespace: Option<String>,
+    kinds: Vec<KindRun>,
+    setups: Vec<KindSetup>,
+}
+
+impl std::fmt::Debug for Sharder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sharder")
+            .field("ring", &self.config.ring)
+            .field("kinds", &self.kinds.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sharder {
+    /// A sharder of `config`'s ring with no kinds yet.
+    pub fn new(client: Client, config: ShardingConfig) -> Self {
+        Self {
+            client,
+            config,
+            namespace: None,
+            kinds: Vec::new(),
+            setups: Vec::new(),
+        }
+    }
+
+    /// Shards only the objects in `namespace` (default: all namespaces).
+    #[must_use]
+    pub fn namespace(mut self, namespace: Option<String>) -> Self {
+        self.namespace = namespace;
+        self
+    }
+
+    /// Whether no kind was added.
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// Shards the objects of `K` by their keys.
+    #[must_use]
+    pub fn shard<K>(mut self) -> Self
+    where
+        K: TypedResource,
+        PartialObjectMetadata<K>: TypedResource,
+    {
+        self.kinds
+            .push(Arc::new(|ctx: &Context| Ok(run_primary::<K>(ctx))));
+        self.setups.push(Arc::new(trim::<K>));
+        self
+    }
+
+    /// Labels every `C` controlled by a `K` with its owner's shard (SH6).
+    #[must_use]
+    pub fn owns<K, C>(mut self) -> Self
+    where
+        K: TypedResource,
+        C: TypedResource,
+        PartialObjectMetadata<K>: TypedResource,
+        PartialObjectMetadata<C>: TypedResource,
+    {
+        self.kinds
+            .push(Arc::new(|ctx: &Context| run_owned::<K, C>(ctx)));
+        self.setups.push(Arc::new(trim::<K>));
+        self.setups.push(Arc::new(trim::<C>));
+        self
+    }
+
+    /// Runs until `stop` with a member watch of its own (see
+    /// [`run_with`](Self::run_with)).
+    ///
+    /// # Errors
+    /// [`ShardingError::Sharder`] when the informers cannot start.
+    pub async fn run(&self, stop: CancellationToken) -> Result<(), ShardingError> {
+        let members = self.watch_members()?;
+        let result = self.run_with(&members, stop).await;
+        members.shutdown().await;
+        result
+    }
+
+    /// Starts watching the ring's member Leases: replicas that are not the
+    /// sharder keep it warm, so that an elected sharder judges expiries
+    /// from when its replica first saw each record change (LE2), not from
+    /// its election.
+    ///
+    /// # Errors
+    /// [`ShardingError::Sharder`] when the informer cannot start.
+    pub fn watch_members(&self) -> Result<MemberWatch, ShardingError> {
+        let factory = InformerFactory::builder(self.client.clone())
+            .strip_managed_fields(true)
+            .build();
+        let leases = factory.scoped_informer::<Lease>(
+            InformerScope::all()
+                .namespace(self.config.namespace.clone())
+                .label_selector(format!("{RING_LABEL}={}", self.config.ring)),
+        );
+        let (live, _) = watch::channel(BTreeSet::new());
+        let tracker = Arc::new(Tracker {
+            members: Mutex::new(Members::default()),
+            live,
+            changed: Notify::new(),
+        });
+        let err = |e: String| ShardingError::Sharder(e);
+        leases
+            .add_event_handler(tracker.handler())
+            .map_err(|e| err(e.to_string()))?;
+        let stop = CancellationToken::new();
+        factory.start(&stop).map_err(|e| err(e.to_string()))?;
+        tokio::spawn(Arc::clone(&tracker).expire(stop.clone()));
+        Ok(MemberWatch {
+            factory,
+            leases,
+            tracker,
+            stop,
+        })
+    }
+
+    /// Runs until `stop` over `members`: waits for the ring's Leases to be
+    /// listed (a member not yet seen must not count as dead) and one retry
+    /// period (replicas started together join), then evaluates every
+    /// object at each change of it and of the live members.
+    ///
+    /// # Errors
+    /// [`ShardingError::Sharder`] when the informers cannot start.
+    pub async fn run_with(
+        &self,
+        members: &MemberWatch,
+        stop: CancellationToken,
+    ) -> Result<(), ShardingError> {
+        if wait_for_cache_sync(&stop, None, &[members.leases.as_ref()])
+            .await
+            .is_err()
+        {
+            return Ok(());
+        }
+        // replicas started together join within a retry period: wait one
+        // before the first assignment, so that they share it instead of
+        // the first member taking everything and draining it again
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            () = tokio::time::sleep(self.config.retry_period) => {}
+        }
+        members.tracker.refresh();
+        let live = members.tracker.live.subscribe();
+        tracing::info!(ring = %self.config.ring, members = ?live.borrow().clone(), "sharder running");
+        let mut builder = InformerFactory::builder(self.client.clone())
+            .strip_managed_fields(true)
+            .default_resync(RESYNC);
+        if let Some(ns) = &self.namespace {
+            builder = builder.namespace(ns.clone());
+        }
+        for setup in &self.setups {
+            builder = setup(builder, &self.config);
+        }
+        let factory = Arc::new(builder.build());
+        let ctx = Context {
+            client: self.client.clone(),
+            config: self.config.clone(),
+            factory: Arc::clone(&factory),
+            scope: factory.scope(),
+            live,
+            stop: stop.clone(),
+        };
+        let mut runs = Vec::new();
+        let mut result = Ok(());
+        for kind in &self.kinds {
+            match kind(&ctx) {
+                Ok(run) => runs.push(tokio::spawn(run)),
+                Err(e) => {
+                    result = Err(e);
+                    stop.cancel();
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            if let Err(e) = factory.start(&stop) {
+                result = Err(ShardingError::Sharder(e.to_string()));
+                stop.cancel();
+            }
+        }
+        for run in runs {
+            let _ = run.await;
+        }
+        factory.shutdown().await;
+        result
+    }
+}
+
+/// The ring's member Leases, watched ([`Sharder::watch_members`]).
+pub struct MemberWatch {
+    factory: InformerFactory,
+    leases: Arc<kcontrol_informer::SharedIndexInformer<Lease>>,
+    tracker: Arc<Tracker>,
+    stop: CancellationToken,
+}
+
+impl std::fmt::Debug for MemberWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemberWatch")
+            .field("live", &*self.tracker.live.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemberWatch {
+    /// Stops watching.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        self.factory.shutdown().await;
+    }
+}
+
+/// The member Leases and the live set computed from them.
+struct Tracker {
+    members: Mutex<Members>,
+    live: watch::Sender<BTreeSet<String>>,
+    changed: Notify,
+}
+
+impl Tracker {
+    fn handler(self: &Arc<Self>) -> ResourceEventHandlerFuncs<Lease> {
+        let (add, update, delete) = (Arc::clone(self), Arc::clone(self), Arc::clone(self));
+        ResourceEventHandlerFuncs::new()
+            .add_func(move |lease: &Arc<Lease>, _| add.observe(lease))
+            .update_func(move |_, lease: &Arc<Lease>| update.observe(lease))
+            .delete_func(move |gone| {
+                if let Some(name) = gone.object().name() {
+                    delete.members.lock().remove(name);
+                }
+                delete.refresh();
+                delete.changed.notify_one();
+            })
+    }
+
+    /// Records a Lease event; wakes the expiry timer (the next expiry may
+    /// have moved).
+    fn observe(&self, lease: &Lease) {
+        self.members.lock().observe(lease, Instant::now());
+        self.refresh();
+        self.changed.notify_one();
+    }
+
+    /// Recomputes the live set.
+    fn refresh(&self) {
+        let live = self.members.lock().live(Instant::now());
+        self.live.send_if_modified(|old| {
+            if *old == live {
+                false
+            } else {
+                tracing::info!(members = ?live, "ring members changed");
+                *old = live;
+                true
+            }
+        });
+    }
+
+    /// Recomputes the live set at each Lease expiry, until `stop`.
+    async fn expire(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let next = self.members.lock().next_expiry(Instant::now());
+            let wake = next.map_or_else(
+                || Instant::now() + Duration::from_secs(3600),
+                |at| at + Duration::from_millis(1),
+            );
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = self.changed.notified() => {}
+                () = tokio::time::sleep_until(wake) => {}
+            }
+            self.refresh();
+        }
+    }
+}
+
+/// The API handle that writes the object `key` of `resource`.
+fn api_for(
+    client: &Client,
+    resource: &kcontrol_indexer::ApiResource,
+    key: &str,
+) -> Option<(Api<DynamicObject>, String)> {
+    let (ns, name) = split_meta_namespace_key(key).ok()?;
+    let api = match ns {
+        Some(ns) if resource.namespaced => Api::namespaced_with(client.clone(), ns, resource),
+        _ => Api::all_with(client.clone(), resource),
+    };
+    Some((api, name.to_owned()))
+}
+
+/// Writes `labels` (a JSON object; null removes) on `key`, guarded by `rv`.
+async fn write_labels(
+    client: &Client,
+    resource: &kcontrol_indexer::ApiResource,
+    key: &str,
+    rv: &str,
+    labels: serde_json::Value,
+) -> Result<(), kcontrol_client::Error> {
+    let Some((api, name)) = api_for(client, resource, key) else {
+        return Ok(());
+    };
+    let patch = serde_json::json!({"metadata": {"resourceVersion": rv, "labels": labels}});
+    match api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Re-enqueues every key of `store` at each change of the live set.
+async fn requeue_on_ring_change<K: KubeObject>(
+    mut live: watch::Receiver<BTreeSet<String>>,
+    store: Arc<ThreadSafeStore<K>>,
+    queue: RateLimitingQueue<String>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = live.changed() => if changed.is_err() { return },
+        }
+        let keys = store.list_keys();
+        tracing::info!(
+            objects = keys.len(),
+            "ring members changed: re-evaluating every object"
+        );
+        for key in keys {
+            queue.add(key);
+        }
+    }
+}
+
+/// Caches `K`'s metadata [`trimmed`] in the sharder's factory.
+fn trim<K>(builder: InformerFactoryBuilder, config: &ShardingConfig) -> InformerFactoryBuilder
+where
+    K: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+{
+    let (shard, drain) = (config.shard_label(), config.drain_label());
+    builder.transform(move |o: PartialObjectMetadata<K>| trimmed(o, &shard, &drain))
+}
+
+/// What the sharder keeps of an object's metadata: its key, its
+/// `resourceVersion` (every write is guarded by it), the ring's shard and
+/// drain labels and its controller reference (owned objects follow their
+/// owner). The sharder replica caches every object of every sharded kind;
+/// the rest of the metadata (other labels, annotations, finalizers, UID,
+/// timestamps) would only make that replica larger than the others.
+fn trimmed<K>(o: PartialObjectMetadata<K>, shard: &str, drain: &str) -> PartialObjectMetadata<K> {
+    let m = o.metadata;
+    let labels: std::collections::BTreeMap<String, String> = m
+        .labels
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k == shard || k == drain)
+        .collect();
+    let owners: Vec<_> = m
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| r.controller == Some(true))
+        .collect();
+    PartialObjectMetadata::new(ObjectMeta {
+        name: m.name,
+        namespace: m.namespace,
+        resource_version: m.resource_version,
+        labels: (!labels.is_empty()).then_some(labels),
+        owner_references: (!owners.is_empty()).then_some(owners),
+        ..ObjectMeta::default()
+    })
+}
+
+/// The sharder's loop for a sharded kind `K`.
+fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
+where
+    K: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+{
+    let informer = ctx.factory.scoped_metadata_informer::<K>(ctx.scope.clone());
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+    let registered = informer.add_event_handler(EnqueueHandler::for_object(queue.clone()));
+    let store = informer.store();
+    let (shard_label, drain_label) = (ctx.config.shard_label(), ctx.config.drain_label());
+    let resource = K::api_resource();
+    let (client, live, stop) = (ctx.client.clone(), ctx.live.clone(), ctx.stop.clone());
+    let workers = ctx.config.sharder_workers;
+    Box::pin(async move {
+        if let Err(e) = registered {
+            tracing::error!(error = %e, "sharder: no handler on the informer");
+            return;
+        }
+        let requeue = tokio::spawn(requeue_on_ring_change(
+            live.clone(),
+            Arc::clone(&store),
+            queue.clone(),
+            stop.clone(),
+        ));
+        let sync = move |key: String| {
+            let object = store.get_by_key(&key);
+            let decision = object.as_ref().map(|o| {
+                let labels = o.labels();
+                decide(
+                    &key,
+                    labels.value_of(&shard_label),
+                    labels.value_of(&drain_label).is_some(),
+                    &live.borrow(),
+                )
+            });
+            let rv = object
+                .as_ref()
+                .and_then(|o| o.resource_version())
+                .unwrap_or_default()
+                .to_owned();
+            let labels = match decision {
+                None | Some(Decision::Keep) => None,
+                Some(Decision::Assign(to)) => {
+                    Some(serde_json::json!({shard_label.clone(): to, drain_label.clone(): null}))
+                }
+                Some(Decision::Drain) => Some(serde_json::json!({drain_label.clone(): "true"})),
+                Some(Decision::Undrain) => Some(serde_json::json!({drain_label.clone(): null})),
+            };
+            let (client, resource) = (client.clone(), resource.clone());
+            async move {
+                match labels {
+                    Some(labels) => {
+                        tracing::debug!(%key, %labels, "sharder writes");
+                        write_labels(&client, &resource, &key, &rv, labels).await
+                    }
+                    None => Ok(()),
+                }
+            }
+        };
+        if let Err(e) = run_workers(queue, workers, stop, sync).await {
+            tracing::error!(error = %e, "sharder workers failed");
+        }
+        let _ = requeue.await;
+    })
+}
+
+/// Indexes the children by their owner's key (`OWNER_INDEX`), once: a
+/// second kind owned by the same `K` shares the index.
+fn add_owner_index<C>(
+    children: &SharedIndexInformer<PartialObjectMetadata<C>>,
+    owner_key: impl Fn(&PartialObjectMetadata<C>) -> Option<String> + Send + Sync + 'static,
+) -> Result<(), ShardingError>
+where
+    C: TypedResource,
+    PartialObjectMetadata<C>: TypedResource,
+{
+    let mut indexers = kcontrol_indexer::Indexers::new();
+    indexers.insert(
+        OWNER_INDEX.to_owned(),
+        Arc::new(move |c: &PartialObjectMetadata<C>| owner_key(c).into_iter().collect()),
+    );
+    if !children
+        .store()
+        .indexer_names()
+        .iter()
+        .any(|n| n == OWNER_INDEX)
+    {
+        children
+            .add_indexers(indexers)
+            .map_err(|e| ShardingError::Sharder(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Queues an owner's children when the owner appears or its shard label
+/// changes, so that they follow it.
+fn follow_owners<K, C>(
+    owners: &SharedIndexInformer<PartialObjectMetadata<K>>,
+    queue: &RateLimitingQueue<String>,
+    child_store: &Arc<ThreadSafeStore<PartialObjectMetadata<C>>>,
+    shard_label: &str,
+) -> Result<(), kcontrol_informer::InformerError>
+where
+    K: TypedResource,
+    C: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+    PartialObjectMetadata<C>: TypedResource,
+{
+    let follow = {
+        let (queue, store, label) = (
+            queue.clone(),
+            Arc::clone(child_store),
+            shard_label.to_owned(),
+        );
+        move |old: Option<&PartialObjectMetadata<K>>, new: &PartialObjectMetadata<K>| {
+            let before = old.and_then(|o| o.labels().value_of(&label).map(str::to_owned));
+            if before.as_deref() == new.labels().value_of(&label) && old.is_some() {
+                return;
+            }
+            let Some(name) = new.name() else { return };
+            let key = new
+                .namespace()
+                .map_or_else(|| name.to_owned(), |ns| format!("{ns}/{name}"));
+            for child in store.index_keys(OWNER_INDEX, &key).unwrap_or_default() {
+                queue.add(child);
+            }
+        }
+    };
+    let follow_update = follow.clone();
+    owners
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new()
+                .add_func(move |o: &Arc<PartialObjectMetadata<K>>, _| follow(None, o))
+                .update_func(move |old, new| follow_update(Some(old.as_ref()), new)),
+        )
+        .map(|_| ())
+}
+
+/// The sharder's loop for `C`s owned by `K`s: each follows its owner.
+fn run_owned<K, C>(ctx: &Context) -> Result<BoxFuture<'static, ()>, ShardingError>
+where
+    K: TypedResource,
+    C: TypedResource,
+    PartialObjectMetadata<K>: TypedResource,
+    PartialObjectMetadata<C>: TypedResource,
+{
+    let owners = ctx.factory.scoped_metadata_informer::<K>(ctx.scope.clone());
+    let children = ctx.factory.scoped_metadata_informer::<C>(ctx.scope.clone());
+    let owner_resource = K::api_resource();
+    let owner_kind = owner_resource.kind.clone();
+    let owner_key = move |child: &PartialObjectMetadata<C>| -> Option<String> {
+        let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
+        Some(match child.namespace() {
+            Some(ns) => format!("{ns}/{}", owner.name),
+            None => owner.name.clone(),
+        })
+    };
+    add_owner_index(&children, owner_key.clone())?;
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+    let err = |e: kcontrol_informer::InformerError| ShardingError::Sharder(e.to_string());
+    children
+        .add_event_handler(EnqueueHandler::for_object(queue.clone()))
+        .map_err(err)?;
+    let shard_label = ctx.config.shard_label();
+    let (child_store, owner_store) = (children.store(), owners.store());
+    follow_owners(&owners, &queue, &child_store, &shard_label).map_err(err)?;
+    let resource = C::api_resource();
+    let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
+    let workers = ctx.config.sharder_workers;
+    Ok(Box::pin(async move {
+        let sync = move |key: String| {
+            let child = child_store.get_by_key(&key);
+            let target = child.as_ref().and_then(|c| {
+                let owner = owner_store.get_by_key(&owner_key(c)?)?;
+                decide_child(
+                    c.labels().value_of(&shard_label),
+                    owner.labels().value_of(&shard_label),
+                )
+            });
+            let rv = child
+                .as_ref()
+                .and_then(|c| c.resource_version())
+                .unwrap_or_default()
+                .to_owned();
+            let labels = target.map(|to| serde_json::json!({shard_label.clone(): to}));
+            let (client, resource) = (client.clone(), resource.clone());
+            async move {
+                match labels {
+                    Some(labels) => write_labels(&client, &resource, &key, &rv, labels).await,
+                    None => Ok(()),
+                }
+            }
+        };
+        if let Err(e) = run_workers(queue, workers, stop, sync).await {
+            tracing::error!(error = %e, "sharder workers failed");
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    use super::*;
+
+    fn owner(name: &str, controller: Option<bool>) -> OwnerReference {
+        OwnerReference {
+            api_version: "v1".into(),
+            kind: "Foo".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            controller,
+            ..OwnerReference::default()
+        }
+    }
+
+    #[test]
+    fn the_sharder_keeps_only_the_key_version_ring_labels_and_controller() {
+        let labels = [
+            ("app", "web"),
+            ("shard.kcontrol.dev/r", "a"),
+            ("drain.kcontrol.dev/r", "true"),
+            ("shard.kcontrol.dev/other", "b"),
+        ];
+        let o = PartialObjectMetadata::<ConfigMap>::new(ObjectMeta {
+            name: Some("x".into()),
+            namespace: Some("ns".into()),
+            resource_version: Some("7".into()),
+            uid: Some("u".into()),
+            generation: Some(3),
+            annotations: Some([("a".to_owned(), "b".repeat(1000))].into()),
+            finalizers: Some(vec!["f".into()]),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            owner_references: Some(vec![owner("p", None), owner("q", Some(true))]),
+            ..ObjectMeta::default()
+        });
+        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r").metadata;
+        let kept: Vec<_> = t.labels.clone().unwrap().into_iter().collect();
+        assert_eq!(
+            kept,
+            [
+                ("drain.kcontrol.dev/r".to_owned(), "true".to_owned()),
+                ("shard.kcontrol.dev/r".to_owned(), "a".to_owned())
+            ]
+        );
+        assert_eq!(t.owner_references, Some(vec![owner("q", Some(true))]));
+        assert_eq!(
+            ObjectMeta {
+                labels: None,
+                owner_references: None,
+                ..t
+            },
+            ObjectMeta {
+                name: Some("x".into()),
+                namespace: Some("ns".into()),
+                resource_version: Some("7".into()),
+                ..ObjectMeta::default()
+            }
+        );
+    }
+
+    #[test]
+    fn an_object_without_ring_labels_or_owner_keeps_none() {
+        let o = PartialObjectMetadata::<ConfigMap>::new(ObjectMeta {
+            name: Some("x".into()),
+            labels: Some([("app".to_owned(), "web".to_owned())].into()),
+            owner_references: Some(vec![owner("p", Some(false))]),
+            ..ObjectMeta::default()
+        });
+        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r").metadata;
+        assert_eq!((t.labels, t.owner_references), (None, None));
+    }
+}

@@ -1,0 +1,156 @@
+//! `Manager::sharded` (SH2, SH4, SH7): two managers on one API server share
+//! the ConfigMaps of a ring; each reconciles only the ones labelled with
+//! its member name; no key is reconciled by both at once; after one shuts
+//! down gracefully the other owns and reconciles every ConfigMap.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kcontrol_client::Client;
+use kcontrol_controller::{Action, Context, Manager, ShardingConfig};
+use kcontrol_testserver::TestServer;
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use support::{eventually, server};
+
+const OBJECTS: usize = 12;
+const SHARD: &str = "shard.kcontrol.dev/cms";
+
+/// (member, key, start, end) of every reconcile.
+type Log = Arc<Mutex<Vec<(String, String, Instant, Instant)>>>;
+
+fn start(
+    server: &TestServer,
+    member: &str,
+    log: &Log,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let client = Client::from_kubeconfig_yaml(&server.kubeconfig()).unwrap();
+    let config = ShardingConfig::new("default", "cms")
+        .member(member)
+        // a renew deadline a loaded machine meets (a member that misses it
+        // stops, as it must); a graceful stop releases the Lease, so the
+        // hand-over does not wait for the duration
+        .lease_timings(
+            Duration::from_secs(15),
+            Duration::from_secs(10),
+            Duration::from_millis(500),
+        );
+    let mut manager = Manager::new(client).sharded(config);
+    let controller = manager.controller::<ConfigMap>();
+    let (log, me) = (Arc::clone(log), member.to_owned());
+    manager.add(
+        controller,
+        move |_cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let (log, me) = (Arc::clone(&log), me.clone());
+            async move {
+                let start = Instant::now();
+                // long enough for a move to meet a reconcile in flight
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                log.lock()
+                    .unwrap()
+                    .push((me, ctx.key().to_owned(), start, Instant::now()));
+                Ok::<_, std::io::Error>(Action::Done)
+            }
+        },
+    );
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let stop = stop.clone();
+        async move { manager.run(stop).await.unwrap() }
+    });
+    (stop, run)
+}
+
+fn owners(server: &TestServer) -> BTreeMap<String, Option<String>> {
+    server
+        .objects()
+        .list("configmaps", Some("default"))
+        .unwrap()
+        .items
+        .iter()
+        .filter(|o| o.name().starts_with("cm-"))
+        .map(|o| {
+            let owner = o.value()["metadata"]["labels"][SHARD]
+                .as_str()
+                .map(str::to_owned);
+            (format!("default/{}", o.name()), owner)
+        })
+        .collect()
+}
+
+/// Every ConfigMap owned by one of `live` and reconciled by it after `since`.
+fn settled(server: &TestServer, log: &Log, live: &[&str], since: Instant) -> bool {
+    let owners = owners(server);
+    let log = log.lock().unwrap();
+    owners.len() == OBJECTS
+        && owners.iter().all(|(key, owner)| {
+            owner.as_deref().is_some_and(|o| live.contains(&o))
+                && log.iter().any(|(m, k, s, _)| {
+                    k == key && Some(m.as_str()) == owner.as_deref() && *s >= since
+                })
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sh2_sh7_two_sharded_managers_share_the_objects_and_hand_over_on_shutdown() {
+    let (server, _client) = server().await;
+    for i in 0..OBJECTS {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("cm-{i}")}});
+        server
+            .objects()
+            .create("configmaps", "default", cm)
+            .unwrap();
+    }
+    let log: Log = Arc::default();
+    let begin = Instant::now();
+    let (stop_a, run_a) = start(&server, "a", &log);
+    let (stop_b, run_b) = start(&server, "b", &log);
+    // (the sharder may assign everything to the first member it sees and
+    // move a share when the second joins: wait for both to have one)
+    let shared = |shares: &BTreeMap<String, Option<String>>| {
+        ["a", "b"]
+            .iter()
+            .all(|m| shares.values().any(|o| o.as_deref() == Some(*m)))
+    };
+    eventually(
+        "every ConfigMap owned and reconciled by a or b, both with a share",
+        async || settled(&server, &log, &["a", "b"], begin) && shared(&owners(&server)),
+    )
+    .await;
+
+    // a stops gracefully: its Lease is released after its reconciles ended,
+    // and b gets its ConfigMaps
+    let stopped = Instant::now();
+    stop_a.cancel();
+    run_a.await.unwrap();
+    eventually("every ConfigMap owned and reconciled by b", async || {
+        settled(&server, &log, &["b"], stopped)
+            || owners(&server).values().all(|o| o.as_deref() == Some("b"))
+                && settled(&server, &log, &["b"], begin)
+    })
+    .await;
+    stop_b.cancel();
+    run_b.await.unwrap();
+
+    // no key reconciled by both at once
+    let log = log.lock().unwrap().clone();
+    for (m1, k1, s1, e1) in log.iter() {
+        for (m2, k2, s2, e2) in log.iter() {
+            if k1 == k2 && m1 != m2 {
+                assert!(
+                    e1 <= s2 || e2 <= s1,
+                    "{k1} reconciled by {m1} and {m2} at once"
+                );
+            }
+        }
+    }
+    server.shutdown().await;
+}
