@@ -21,9 +21,10 @@
 //! sending on the same two cores. `--rounds N` repeats every row N times,
 //! interleaved (round after round, not row after row).
 //!
-//! The protobuf rows need the client's protobuf switch
-//! ([`child::PROTOBUF_CLIENT`]); without it they report their floor and
-//! `null` for the sync figures.
+//! The sync child of a protobuf row asks protobuf as client-go's informers
+//! do (`Config::with_content_type(ContentType::Protobuf)`), a JSON row's
+//! JSON; a row whose sync child did not fetch the row's capture (another
+//! encoding or body) is an error, not a figure.
 
 mod child;
 mod fixture;
@@ -236,65 +237,53 @@ pub fn bench(report: &mut Report, options: &Options) -> Result<(), String> {
         captures.insert(capture, fixture::load(&dir, capture)?);
     }
     let captures: server::Captures = Arc::new(captures);
-    if !child::PROTOBUF_CLIENT && rows.iter().any(|r| r.encoding == Encoding::Protobuf) {
-        eprintln!(
-            "kcontrol-bench wire: the client has no protobuf switch yet (issue 23, branch \
-             proto): protobuf rows report their floor only, sync figures null"
-        );
-    }
     let tls = tls::generate()?;
     let runtime = crate::informer::runtime()?;
-    let mut urls = HashMap::new();
-    let mut servers = Vec::new();
+    let mut servers = HashMap::new();
     for pace in rows.iter().map(|r| r.pace).collect::<BTreeSet<_>>() {
         let server = runtime.block_on(WireServer::start(
             Arc::clone(&captures),
             pace,
             Arc::clone(&tls.config),
         ))?;
-        urls.insert(pace, server.url());
-        servers.push(server);
+        servers.insert(pace, server);
     }
     for _round in 0..options.rounds.max(1) {
         for &row in &rows {
-            let bytes = captures.get(&row.capture()).map_or(0, Bytes::len);
-            let url = urls.get(&row.pace).map_or("", String::as_str);
+            let server = servers
+                .get(&row.pace)
+                .ok_or_else(|| format!("wire: no server for {}", row.key()))?;
+            let capture = row.capture();
+            let url = server.url();
             let task = |role| child::Task {
                 role,
-                url,
+                url: &url,
                 ca_pem: &tls.ca_pem,
                 row,
-                bytes,
+                bytes: captures.get(&capture).map_or(0, Bytes::len),
             };
             let floor = field(&task("floor").run()?, "floor_seconds")?;
-            let sync = if row.encoding == Encoding::Json || child::PROTOBUF_CLIENT {
-                Some(task("sync").run()?)
-            } else {
-                None
-            };
-            report.row(row_of(row, floor, sync.as_ref())?);
+            let served = server.served(capture);
+            let sync = task("sync").run()?;
+            if server.served(capture) == served {
+                return Err(format!(
+                    "wire: the sync child of {} never fetched {} (its client asked another \
+                     encoding or body)",
+                    row.key(),
+                    capture.file_name()
+                ));
+            }
+            report.row(row_of(row, floor, &sync)?);
         }
     }
     drop(servers);
     Ok(())
 }
 
-/// The output row: the sync figures `null` when the row did not sync.
-fn row_of(
-    r: Row,
-    floor: f64,
-    sync: Option<&HashMap<String, Value>>,
-) -> Result<crate::report::Row, String> {
-    let (seconds, cpu, steady, peak) = match sync {
-        Some(out) => (
-            json!(field(out, "sync_seconds")?),
-            json!(field(out, "cpu_seconds")?),
-            json!((bytes_field(out, "steady_rss_bytes")? as f64 / OBJECTS as f64).round()),
-            json!(bytes_field(out, "peak_rss_bytes")?),
-        ),
-        None => (Value::Null, Value::Null, Value::Null, Value::Null),
-    };
-    let ratio = seconds.as_f64().map_or(Value::Null, |s| json!(s / floor));
+/// The output row of a floor and a sync child's figures.
+fn row_of(r: Row, floor: f64, sync: &HashMap<String, Value>) -> Result<crate::report::Row, String> {
+    let seconds = field(sync, "sync_seconds")?;
+    let steady = bytes_field(sync, "steady_rss_bytes")? as f64;
     Ok(row([
         ("scenario", json!("wire-sync")),
         ("pace", json!(name(r.pace))),
@@ -302,12 +291,18 @@ fn row_of(
         ("mode", json!(name(r.mode))),
         ("cached_type", json!(name(r.cached_type))),
         ("objects", json!(OBJECTS)),
-        ("sync_seconds", seconds),
+        ("sync_seconds", json!(seconds)),
         ("floor_seconds", json!(floor)),
-        ("ratio", ratio),
-        ("cpu_seconds", cpu),
-        ("steady_rss_bytes_per_object", steady),
-        ("peak_rss_bytes", peak),
+        ("ratio", json!(seconds / floor)),
+        ("cpu_seconds", json!(field(sync, "cpu_seconds")?)),
+        (
+            "steady_rss_bytes_per_object",
+            json!((steady / OBJECTS as f64).round()),
+        ),
+        (
+            "peak_rss_bytes",
+            json!(bytes_field(sync, "peak_rss_bytes")?),
+        ),
     ]))
 }
 

@@ -3,14 +3,20 @@
 //! that each measurement has a process of its own (its RSS and CPU hold
 //! only the client, the runtime and the informer; no server, no other row).
 //!
-//! - `floor`: one request for a capture through the same client and TLS,
-//!   its body received and dropped chunk by chunk; the time from sending
-//!   the request until the capture's last byte arrived.
+//! Both measuring roles build the same client: the server's CA trusted and
+//! reads asked in the row's encoding ([`kcontrol_client::ContentType`]).
+//!
+//! - `floor`: one request for a capture through that client and TLS, with
+//!   the capture's own `Accept` (the fixture README's), its body received
+//!   and dropped chunk by chunk; the time from sending the request until
+//!   the capture's last byte arrived.
 //! - `sync`: one informer's initial sync ([`crate::informer::sync::sync_with`]):
 //!   time from `run` to the handler registration's `has_synced`, CPU time
-//!   of the process over it, peak RSS, RSS two seconds later.
+//!   of the process over it, peak RSS, RSS two seconds later; the informer
+//!   asks and decodes as the client's content type says.
 //! - `memory` (for profiling, not run by the scenario): the same sync
-//!   from the capture held in memory ([`super::memory`]).
+//!   from the capture held in memory ([`super::memory`]), decoded by the
+//!   client's decoders of the capture's encoding.
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -18,7 +24,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use kcontrol_client::{Client, Config};
+use kcontrol_client::{Client, Config, ContentType};
 use serde_json::{json, Value};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -42,11 +48,6 @@ const ROW_ENV: &str = "KCONTROL_BENCH_WIRE_ROW";
 const BYTES_ENV: &str = "KCONTROL_BENCH_WIRE_BYTES";
 /// Objects in the capture of the `memory` role (default [`OBJECTS`]).
 const OBJECTS_ENV: &str = "KCONTROL_BENCH_WIRE_OBJECTS";
-
-/// Whether the client can be switched to protobuf. The switch comes with
-/// the client's protobuf path (issue 23 items 1-2, branch `proto`); until
-/// then the protobuf rows measure their floors only.
-pub const PROTOBUF_CLIENT: bool = false;
 
 /// A child to start: its role and what it measures.
 pub struct Task<'a> {
@@ -131,14 +132,9 @@ fn run_task() -> Result<Value, String> {
         }
         return runtime.block_on(memory_sync(&spec, row));
     }
-    // the floor names its encoding in its own Accept: its client only
-    // carries the bytes, whatever it could decode
-    let encoding = if role == "floor" {
-        Encoding::Json
-    } else {
-        row.encoding
-    };
-    let config = client_config(&var(URL_ENV)?, &var(CA_ENV)?, encoding)?;
+    // the floor's client is the sync's; the floor names the encoding in
+    // its own Accept, which the client keeps
+    let config = client_config(&var(URL_ENV)?, &var(CA_ENV)?, row.encoding)?;
     runtime.block_on(async {
         let client = Client::new(config).map_err(|e| format!("the client: {e}"))?;
         match role.as_str() {
@@ -157,16 +153,12 @@ fn run_task() -> Result<Value, String> {
 /// The `memory` role: the row's sync from its capture held in this
 /// process ([`CaptureListerWatcher`]), without server or transport.
 async fn memory_sync(spec: &ChildSpec, row: Row) -> Result<Value, String> {
-    if row.encoding == Encoding::Protobuf && !PROTOBUF_CLIENT {
-        return Err(
-            "the memory role decodes JSON only until the client speaks protobuf".to_owned(),
-        );
-    }
-    let data = fixture::load(&fixture::directory(None), row.capture())?;
+    let capture = row.capture();
+    let data = fixture::load(&fixture::directory(None), capture)?;
     let lw = if row.mode.is_watch_list() {
-        CaptureListerWatcher::new(Bytes::new(), data)
+        CaptureListerWatcher::new(Bytes::new(), data, capture.encoding)
     } else {
-        CaptureListerWatcher::new(data, Bytes::new())
+        CaptureListerWatcher::new(data, Bytes::new(), capture.encoding)
     };
     match row.cached_type {
         CachedType::ConfigMap => {
@@ -183,24 +175,25 @@ async fn memory_sync(spec: &ChildSpec, row: Row) -> Result<Value, String> {
     }
 }
 
-/// The client of a row: the server's CA trusted, every other setting the
-/// default (client-go's rate limit, page size and timeouts).
+/// The client of a row: the server's CA trusted, reads in the row's
+/// encoding (protobuf: what client-go's informers ask, and the client's
+/// default), every other setting the default (client-go's rate limit, page
+/// size and timeouts).
 fn client_config(url: &str, ca_pem: &str, encoding: Encoding) -> Result<Config, String> {
     let uri = url
         .parse()
         .map_err(|e| format!("server URL {url:?}: {e}"))?;
-    let mut config = Config::new(uri);
+    let mut config = Config::new(uri).with_content_type(content_type(encoding));
     config.tls.root_certs = tls::certificates(ca_pem)?;
-    match encoding {
-        Encoding::Json => {}
-        Encoding::Protobuf => {
-            return Err(
-                "the protobuf rows need the client's protobuf switch (issue 23, branch proto)"
-                    .to_owned(),
-            )
-        }
-    }
     Ok(config)
+}
+
+/// The client's content type of an encoding.
+fn content_type(encoding: Encoding) -> ContentType {
+    match encoding {
+        Encoding::Json => ContentType::Json,
+        Encoding::Protobuf => ContentType::Protobuf,
+    }
 }
 
 /// Receives `capture` and drops it chunk by chunk: the time from sending

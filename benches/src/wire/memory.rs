@@ -1,12 +1,14 @@
 //! The client's path without the transport: a [`ListerWatcher`] that
 //! answers from a capture held in memory, cut in the server's 64 KiB
-//! chunks, through the same decoders the client uses on a response body
-//! ([`ListStream`], [`WatchStream`]). The `memory` child role syncs an
+//! chunks, through the same decoders the client picks for a response body
+//! of the capture's encoding ([`ListStream::new`] or
+//! [`ListStream::new_protobuf`], [`WatchStream::new`] or
+//! [`WatchStream::new_protobuf`]). The `memory` child role syncs an
 //! informer from it, so that an instruction-exact profiler (callgrind)
 //! sees only the decoders, the reflector, the DeltaFIFO and the informer:
 //!
 //! ```sh
-//! KCONTROL_BENCH_WIRE_ROLE=memory KCONTROL_BENCH_WIRE_ROW=unpaced/json/watchlist/ConfigMap \
+//! KCONTROL_BENCH_WIRE_ROLE=memory KCONTROL_BENCH_WIRE_ROW=unpaced/protobuf/watchlist/ConfigMap \
 //!   valgrind --tool=callgrind target/release/kcontrol-bench __wire-child
 //! ```
 //!
@@ -25,19 +27,25 @@ use kcontrol_indexer::KubeObject;
 use kcontrol_reflector::{ListerWatcher, WatchEventStream};
 
 use super::pace::CHUNK;
+use super::Encoding;
 
-/// Answers lists with `list` and WatchList watches with `watch_list`; any
-/// other watch stays open without events.
+/// Answers lists with `list` and WatchList watches with `watch_list`, both
+/// in `encoding`; any other watch stays open without events.
 pub struct CaptureListerWatcher {
     list: Bytes,
     watch_list: Bytes,
+    encoding: Encoding,
 }
 
 impl CaptureListerWatcher {
-    /// A lister-watcher of these captures (either may be empty when the
-    /// sync does not use it).
-    pub fn new(list: Bytes, watch_list: Bytes) -> Self {
-        Self { list, watch_list }
+    /// A lister-watcher of these captures in `encoding` (either may be
+    /// empty when the sync does not use it).
+    pub fn new(list: Bytes, watch_list: Bytes, encoding: Encoding) -> Self {
+        Self {
+            list,
+            watch_list,
+            encoding,
+        }
     }
 }
 
@@ -49,25 +57,21 @@ fn chunks(data: &Bytes) -> impl futures::Stream<Item = Result<Bytes, Error>> + S
 }
 
 impl<K: KubeObject + DeserializeOwned> ListerWatcher<K> for CaptureListerWatcher {
-    fn list<'a>(&'a self, _params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
-        async move {
-            serde_json::from_slice(&self.list).map_err(|source| Error::Decode {
-                what: "the list capture".to_owned(),
-                source,
-            })
-        }
-        .boxed()
+    fn list<'a>(&'a self, params: &'a ListParams) -> BoxFuture<'a, Result<ObjectList<K>, Error>> {
+        async move { self.list_stream(params).await?.collect_list().await }.boxed()
     }
 
     fn list_stream<'a>(
         &'a self,
         _params: &'a ListParams,
     ) -> BoxFuture<'a, Result<ListStream<K>, Error>> {
-        let stream = ListStream::new(
-            chunks(&self.list),
-            "list of configmaps",
-            DEFAULT_MAX_WATCH_FRAME_SIZE,
-        );
+        let (body, what) = (chunks(&self.list), "list of configmaps");
+        let stream = match self.encoding {
+            Encoding::Json => ListStream::new(body, what, DEFAULT_MAX_WATCH_FRAME_SIZE),
+            Encoding::Protobuf => {
+                ListStream::new_protobuf(body, what, DEFAULT_MAX_WATCH_FRAME_SIZE)
+            }
+        };
         async move { Ok(stream) }.boxed()
     }
 
@@ -83,7 +87,11 @@ impl<K: KubeObject + DeserializeOwned> ListerWatcher<K> for CaptureListerWatcher
         };
         // the watch stays open after its bytes, as a server holds it
         let open = chunks(&body).chain(futures::stream::pending());
-        let stream = WatchStream::<K>::new(open, DEFAULT_MAX_WATCH_FRAME_SIZE).boxed();
+        let stream = match self.encoding {
+            Encoding::Json => WatchStream::<K>::new(open, DEFAULT_MAX_WATCH_FRAME_SIZE),
+            Encoding::Protobuf => WatchStream::new_protobuf(open, DEFAULT_MAX_WATCH_FRAME_SIZE),
+        }
+        .boxed();
         async move { Ok(stream) }.boxed()
     }
 }

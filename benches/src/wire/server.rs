@@ -27,6 +27,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
@@ -45,10 +46,14 @@ pub type Captures = Arc<HashMap<Capture, Bytes>>;
 
 type AnswerBody = BoxBody<Bytes, Infallible>;
 
+/// How many times each capture was answered.
+type Served = Arc<Mutex<HashMap<Capture, u64>>>;
+
 /// A running wire server; stops accepting when dropped.
 pub struct WireServer {
     addr: SocketAddr,
     accept: JoinHandle<()>,
+    served: Served,
 }
 
 impl WireServer {
@@ -65,16 +70,19 @@ impl WireServer {
             .local_addr()
             .map_err(|e| format!("wire server address: {e}"))?;
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        let served = Served::default();
+        let counts = Arc::clone(&served);
         let accept = tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 let _ = tcp.set_nodelay(true);
                 let (acceptor, captures) = (acceptor.clone(), Arc::clone(&captures));
+                let counts = Arc::clone(&counts);
                 tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
                     let service = hyper::service::service_fn(move |req| {
-                        let answer = answer(&captures, pace, &req);
+                        let answer = answer(&captures, pace, &req, &counts);
                         async move { Ok::<_, Infallible>(answer) }
                     });
                     let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
@@ -83,12 +91,22 @@ impl WireServer {
                 });
             }
         });
-        Ok(Self { addr, accept })
+        Ok(Self {
+            addr,
+            accept,
+            served,
+        })
     }
 
     /// `https://127.0.0.1:port`.
     pub fn url(&self) -> String {
         format!("https://{}", self.addr)
+    }
+
+    /// How many requests `capture` answered so far: which encoding and
+    /// body a client really asked for.
+    pub fn served(&self, capture: Capture) -> u64 {
+        self.served.lock().get(&capture).copied().unwrap_or(0)
     }
 }
 
@@ -144,8 +162,13 @@ impl Asked {
     }
 }
 
-/// The answer to one request.
-fn answer(captures: &Captures, pace: Pace, req: &Request<Incoming>) -> Response<AnswerBody> {
+/// The answer to one request (a capture's counted in `served`).
+fn answer(
+    captures: &Captures,
+    pace: Pace,
+    req: &Request<Incoming>,
+    served: &Served,
+) -> Response<AnswerBody> {
     if req.uri().path() != PATH {
         return status(
             StatusCode::NOT_FOUND,
@@ -191,6 +214,7 @@ fn answer(captures: &Captures, pace: Pace, req: &Request<Incoming>) -> Response<
                     "that capture is not loaded",
                 );
             };
+            *served.lock().entry(capture).or_default() += 1;
             (data.clone(), capture.rate(pace))
         }
         None => (Bytes::new(), None),
@@ -308,6 +332,7 @@ mod tests {
             )
             .await;
             assert_eq!(code, StatusCode::OK, "{capture:?}");
+            assert_eq!(server.served(capture), 1, "{capture:?}");
             assert_eq!(content_type, capture.content_type(), "{capture:?}");
             assert!(got == data[..], "{capture:?}: other bytes");
             if capture.body == Body::WatchList {
@@ -331,6 +356,10 @@ mod tests {
             "application/vnd.kubernetes.protobuf;stream=watch"
         );
         assert!(stays_open(&mut body).await);
+        // a watch without initial events answers no capture
+        for (&capture, _) in captures.iter() {
+            assert_eq!(server.served(capture), 1, "{capture:?}");
+        }
         let metadata_watch_list = format!("{PATH}?watch=true&sendInitialEvents=true");
         let accept =
             "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
