@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -54,16 +54,9 @@ fn stdout_of(what: &str, mut command: Command) -> String {
     stdout
 }
 
-/// A positive number at `key`.
-fn positive(row: &Value, key: &str) -> f64 {
-    let value = row[key].as_f64().unwrap_or_else(|| panic!("{key}: {row}"));
-    assert!(value > 0.0, "{key}: {row}");
-    value
-}
-
-#[test]
-fn protobuf_lists_sync_every_object_into_each_cached_type() {
-    let Some(dir) = fixtures() else { return };
+/// The rows of `kcontrol-bench wire --json` over the fixtures in `dir`,
+/// unpaced and protobuf, narrowed by `args`.
+fn protobuf_rows(what: &str, dir: &Path, args: &[&str]) -> Vec<Value> {
     let mut command = Command::new(BENCH);
     command
         .args([
@@ -74,22 +67,40 @@ fn protobuf_lists_sync_every_object_into_each_cached_type() {
             "--encoding",
             "protobuf",
         ])
-        .args(["--mode", "list", "--fixtures"])
-        .arg(&dir);
-    let stdout = stdout_of("kcontrol-bench wire (protobuf lists)", command);
-    let rows: Vec<Value> = stdout
+        .args(args)
+        .arg("--fixtures")
+        .arg(dir);
+    let stdout = stdout_of(what, command);
+    stdout
         .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}\n{stdout}")))
+        .collect()
+}
+
+/// A positive number at `key`.
+fn positive(row: &Value, key: &str) -> f64 {
+    let value = row[key].as_f64().unwrap_or_else(|| panic!("{key}: {row}"));
+    assert!(value > 0.0, "{key}: {row}");
+    value
+}
+
+#[test]
+fn protobuf_lists_sync_every_object_into_each_cached_type() {
+    let Some(dir) = fixtures() else { return };
+    let rows = protobuf_rows(
+        "kcontrol-bench wire (protobuf lists)",
+        &dir,
+        &["--mode", "list"],
+    );
     let cached: BTreeSet<&str> = rows
         .iter()
         .map(|r| r["cached_type"].as_str().unwrap())
         .collect();
-    assert_eq!(rows.len(), 3, "{stdout}");
+    assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(
         cached,
         BTreeSet::from(["CompactConfigMap", "ConfigMap", "metadata"]),
-        "{stdout}"
+        "{rows:?}"
     );
     for row in &rows {
         assert_eq!(row["scenario"], "wire-sync", "{row}");
@@ -114,28 +125,19 @@ fn protobuf_lists_sync_every_object_into_each_cached_type() {
 #[test]
 fn a_protobuf_watch_list_syncs_every_object() {
     let Some(dir) = fixtures() else { return };
-    let mut command = Command::new(BENCH);
-    command
-        .args([
-            "wire",
-            "--json",
-            "--pace",
-            "unpaced",
-            "--encoding",
-            "protobuf",
-        ])
-        .args(["--mode", "watchlist", "--cached-type", "CompactConfigMap"])
-        .arg("--fixtures")
-        .arg(&dir);
-    let stdout = stdout_of("kcontrol-bench wire (protobuf WatchList)", command);
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "{stdout}");
-    let row: Value = serde_json::from_str(lines[0]).unwrap();
+    let rows = protobuf_rows(
+        "kcontrol-bench wire (protobuf WatchList)",
+        &dir,
+        &["--mode", "watchlist", "--cached-type", "CompactConfigMap"],
+    );
+    let [row] = &rows[..] else {
+        panic!("one row: {rows:?}")
+    };
     assert_eq!(row["mode"], "watchlist", "{row}");
     assert_eq!(row["encoding"], "protobuf", "{row}");
     assert_eq!(row["objects"], 100_000, "{row}");
-    positive(&row, "sync_seconds");
-    positive(&row, "ratio");
+    positive(row, "sync_seconds");
+    positive(row, "ratio");
 }
 
 /// The `memory` role (the informer over the capture in memory, for
