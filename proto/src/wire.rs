@@ -117,18 +117,50 @@ impl<'de> Reader<'de> {
     /// The next field, `None` at the end of the message.
     #[inline]
     pub(crate) fn field(&mut self) -> Result<Option<(u32, Value<'de>)>, Error> {
-        if self.is_empty() {
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        // the common case: a one-byte tag of a field numbered 1-15 and,
+        // for a length-delimited value, a one-byte length
+        if let [tag, second, ..] = *rest {
+            if tag < 0x80 && tag >= 8 {
+                match tag & 7 {
+                    0 if second < 0x80 => {
+                        self.pos += 2;
+                        return Ok(Some((
+                            u32::from(tag >> 3),
+                            Value::Varint(u64::from(second)),
+                        )));
+                    }
+                    2 if second < 0x80 => {
+                        let start = self.pos + 2;
+                        let end = start + usize::from(second);
+                        if let Some(bytes) = self.buf.get(start..end) {
+                            self.pos = end;
+                            return Ok(Some((u32::from(tag >> 3), Value::Len(bytes))));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else if rest.is_empty() {
             return Ok(None);
         }
         let (number, wire) = self.tag()?;
         Ok(Some((number, self.value(wire)?)))
     }
 
-    /// The number of the next field, without consuming it.
+    /// The number of the next field, without consuming it (`None` at the
+    /// end, or before a tag that does not read: the next `field` says why).
     #[inline]
     pub(crate) fn peek_number(&self) -> Option<u32> {
-        let mut copy = *self;
-        copy.tag().ok().map(|(n, _)| n)
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        match rest.first() {
+            None => None,
+            Some(&b) if b < 0x80 => Some(u32::from(b >> 3)),
+            Some(_) => {
+                let (key, _) = varint(rest).ok()?;
+                u32::try_from(key >> 3).ok()
+            }
+        }
     }
 }
 
