@@ -121,7 +121,7 @@ impl<'de> Reader<'de> {
         // the common case: a one-byte tag of a field numbered 1-15 and,
         // for a length-delimited value, a one-byte length
         if let [tag, second, ..] = *rest {
-            if tag < 0x80 && tag >= 8 {
+            if (8..0x80).contains(&tag) {
                 match tag & 7 {
                     0 if second < 0x80 => {
                         self.pos += 2;
