@@ -237,4 +237,25 @@ mod tests {
         assert!(Reader::new(&[0x00]).field().is_err()); // field 0
         assert!(Reader::new(&[0x0e]).field().is_err()); // wire type 6
     }
+
+    #[test]
+    fn the_one_byte_fast_path_reads_as_the_general_one() {
+        // one-byte varint, one-byte length, an empty value, then the end
+        let b = [0x08, 0x05, 0x12, 0x01, b'x', 0x1a, 0x00];
+        let mut r = Reader::new(&b);
+        assert!(matches!(r.field().unwrap(), Some((1, Value::Varint(5)))));
+        assert!(matches!(r.field().unwrap(), Some((2, Value::Len(b"x")))));
+        assert_eq!(r.peek_number(), Some(3));
+        assert!(matches!(r.field().unwrap(), Some((3, Value::Len(b"")))));
+        assert_eq!(r.peek_number(), None);
+        assert!(r.field().unwrap().is_none());
+        // field 0 and a length past the end fail as before
+        assert!(Reader::new(&[0x00, 0x01]).field().is_err());
+        assert!(Reader::new(&[0x02, 0x00]).field().is_err());
+        assert!(Reader::new(&[0x0a, 0x02, b'a']).field().is_err());
+        // a two-byte tag (field 17) takes the general path
+        let mut r = Reader::new(&[0x8a, 0x01, 0x01, b'y']);
+        assert_eq!(r.peek_number(), Some(17));
+        assert!(matches!(r.field().unwrap(), Some((17, Value::Len(b"y")))));
+    }
 }
