@@ -2,12 +2,14 @@
 //!
 //! `kcontrol-bench <scenario> [--json]` runs one scenario, each beside a
 //! reference measured in the same process, and prints a table or, with
-//! `--json`, one JSON object a line.
+//! `--json`, one JSON object a line. `kcontrol-bench plot` draws SVG
+//! charts of such lines ([`plot`]).
 
 mod controller;
 mod fixtures;
 mod fleet;
 mod informer;
+mod plot;
 mod queue;
 mod report;
 mod rss;
@@ -69,7 +71,12 @@ enum Scenario {
 
 /// kcontrol benchmark harness.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(
+    version,
+    about,
+    after_help = "`kcontrol-bench plot [--help]` draws SVG charts of results (benches/results \
+                  to docs/plots)."
+)]
 struct Args {
     /// The scenario to run.
     #[arg(value_enum)]
@@ -192,6 +199,9 @@ fn main() -> ExitCode {
     }
     if argv.get(1).map(String::as_str) == Some(soak::process::CHILD_ARG) {
         return soak::process::child_main(argv.get(2..).unwrap_or_default());
+    }
+    if argv.get(1).map(String::as_str) == Some("plot") {
+        return plot::main(argv.get(2..).unwrap_or_default());
     }
     let args = Args::parse();
     let (soak_options, fleet_options) = match args

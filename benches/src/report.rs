@@ -1,5 +1,11 @@
 //! Output of benchmark rows: an aligned table for people, or one JSON object
 //! a line (`--json`) for tools. Rows are printed as they are produced.
+//!
+//! Every JSON row ends with the machine's state when it was printed:
+//! `load_1m`, the 1-minute load average (`/proc/loadavg`; `null` where
+//! unknown), and `cpus`, the CPUs this process may use; figures taken on a
+//! shared machine say how shared it was (`kcontrol-bench plot` prints the
+//! range under each chart).
 
 use serde_json::Value;
 
@@ -16,6 +22,31 @@ impl Row {
             .collect();
         format!("{{{}}}", fields.join(","))
     }
+}
+
+impl Row {
+    /// The row with `fields` appended, in their order.
+    pub fn with(mut self, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Self {
+        self.0.extend(fields);
+        self
+    }
+
+    /// The row with `load_1m` and `cpus` appended.
+    fn with_machine(self) -> Self {
+        let cpus = std::thread::available_parallelism().map_or(0, usize::from);
+        self.with([
+            ("load_1m", Value::from(load_average())),
+            ("cpus", Value::from(cpus)),
+        ])
+    }
+}
+
+/// The machine's 1-minute load average (`/proc/loadavg`), `None` where it
+/// cannot be read.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|f| f.parse().ok()))
 }
 
 /// Collects and prints benchmark result rows.
@@ -39,7 +70,7 @@ impl Report {
         if self.json {
             #[allow(clippy::print_stdout)]
             {
-                println!("{}", row.to_json());
+                println!("{}", row.with_machine().to_json());
             }
             return;
         }
@@ -84,4 +115,26 @@ fn format_float(f: f64) -> String {
 fn print_line(cells: &[&str]) {
     let line: Vec<String> = cells.iter().map(|c| format!("{c:>22}")).collect();
     println!("{}", line.join(" "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_rows_keep_their_order_and_end_with_the_machine_state() {
+        let line = row([("scenario", json!("x")), ("b", json!(2)), ("a", json!(1.5))])
+            .with_machine()
+            .to_json();
+        assert!(
+            line.starts_with(r#"{"scenario":"x","b":2,"a":1.5,"load_1m":"#),
+            "{line}"
+        );
+        let parsed: Value = serde_json::from_str(&line).unwrap();
+        assert!(parsed["cpus"].as_u64().unwrap() >= 1, "{line}");
+        if cfg!(target_os = "linux") {
+            assert!(parsed["load_1m"].as_f64().unwrap() >= 0.0, "{line}");
+        }
+    }
 }

