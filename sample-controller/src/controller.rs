@@ -305,7 +305,7 @@ impl Controller {
         let registry = options.registry.as_ref();
         if let Some(registry) = registry {
             // rest_client_* for every request of this client and its clones
-            kcontrol_controller::metrics::register_client_metrics(&client, &mut registry.lock());
+            registry.register_client(&client);
         }
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
         let queue = foos_queue(registry);
