@@ -51,8 +51,8 @@ impl HandlerOptions {
         self
     }
 
-    /// Says whether the (plain) handler may block; see
-    /// [`blocking`](Self::blocking).
+    /// Says whether the (plain) handler may block, and so needs an OS
+    /// thread of its own instead of a tokio task (the `blocking` field).
     #[must_use]
     pub fn blocking(mut self, blocking: bool) -> Self {
         self.blocking = blocking;
