@@ -1,27 +1,31 @@
-//! Client-side rate limiting of non-watch requests: a token bucket that
-//! refills at `qps` tokens a second up to `burst`, like client-go's
-//! `flowcontrol.NewTokenBucketRateLimiter`. A caller that finds the bucket
-//! empty reserves the next token and sleeps until it is due (so waiters are
-//! served in arrival order); a caller dropped while waiting gives its token
-//! back. Time comes from tokio, so tests can pause the clock.
+//! Client-side rate limiting of non-watch requests, like client-go's
+//! `flowcontrol.NewTokenBucketRateLimiter`: `qps` tokens a second up to
+//! `burst`, on the work queue's token bucket
+//! ([`BucketRateLimiter`], kcontrol's one). A caller that finds the bucket
+//! empty reserves the next token and sleeps until it is due (so waiters
+//! are served in arrival order); a caller dropped while waiting gives its
+//! token back. Time comes from tokio, so tests can pause the clock.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
-use tokio::time::Instant;
+use kcontrol_workqueue::{BucketRateLimiter, Clock};
 
 use crate::config::RateLimit;
 
-struct State {
-    /// May go negative: that many tokens are reserved by waiting callers.
-    tokens: f64,
-    last: Instant,
+/// tokio's clock (paused and advanced in tests) as the bucket's.
+#[derive(Debug)]
+struct TokioClock;
+
+impl Clock for TokioClock {
+    fn now(&self) -> std::time::Instant {
+        tokio::time::Instant::now().into_std()
+    }
 }
 
+/// The token bucket requests wait on.
 pub(crate) struct TokenBucket {
-    qps: f64,
-    burst: f64,
-    state: Mutex<State>,
+    bucket: BucketRateLimiter,
 }
 
 impl TokenBucket {
@@ -31,54 +35,36 @@ impl TokenBucket {
         if !(limit.qps.is_finite() && limit.qps > 0.0) {
             return None;
         }
-        let burst = f64::from(limit.burst.max(1));
-        Some(Self {
-            qps: limit.qps,
-            burst,
-            state: Mutex::new(State {
-                tokens: burst,
-                last: Instant::now(),
-            }),
-        })
+        let bucket =
+            BucketRateLimiter::with_clock(limit.qps, limit.burst.max(1), Arc::new(TokioClock))
+                .ok()?;
+        Some(Self { bucket })
     }
 
     /// Takes a token, waiting for one if the bucket is empty.
     pub(crate) async fn acquire(&self) {
-        let Some(wait) = self.reserve() else {
+        let wait = self.reserve();
+        if wait.is_zero() {
             return;
-        };
+        }
         let mut reservation = Reservation {
-            bucket: self,
+            bucket: &self.bucket,
             done: false,
         };
         tokio::time::sleep(wait).await;
         reservation.done = true;
     }
 
-    /// Takes a token now, or reserves one and returns how long until it is due.
-    fn reserve(&self) -> Option<Duration> {
-        let mut state = self.state.lock();
-        let now = Instant::now();
-        let elapsed = now.saturating_duration_since(state.last).as_secs_f64();
-        state.tokens = (state.tokens + elapsed * self.qps).min(self.burst);
-        state.last = now;
-        state.tokens -= 1.0;
-        if state.tokens >= 0.0 {
-            None
-        } else {
-            Some(Duration::from_secs_f64(-state.tokens / self.qps))
-        }
-    }
-
-    fn give_back(&self) {
-        let mut state = self.state.lock();
-        state.tokens = (state.tokens + 1.0).min(self.burst);
+    /// Takes a token now (zero) or reserves one and returns how long until
+    /// it is due.
+    fn reserve(&self) -> Duration {
+        self.bucket.reserve()
     }
 }
 
 /// Returns the reserved token if the waiting caller is dropped.
 struct Reservation<'a> {
-    bucket: &'a TokenBucket,
+    bucket: &'a BucketRateLimiter,
     done: bool,
 }
 
@@ -95,6 +81,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use tokio::time::Instant;
 
     /// Lets every runnable task run, without moving the paused clock.
     async fn settle() {
@@ -151,9 +138,9 @@ mod tests {
         let bucket = TokenBucket::new(RateLimit { qps: 1.0, burst: 3 }).unwrap();
         tokio::time::advance(Duration::from_secs(3600)).await;
         for _ in 0..3 {
-            assert!(bucket.reserve().is_none());
+            assert_eq!(bucket.reserve(), Duration::ZERO);
         }
-        assert_eq!(bucket.reserve(), Some(Duration::from_secs(1)));
+        assert_eq!(bucket.reserve(), Duration::from_secs(1));
     }
 
     #[tokio::test(start_paused = true)]
@@ -164,7 +151,7 @@ mod tests {
         assert!(waiting.is_err(), "the second caller has to wait");
         // The cancelled reservation was returned: the next caller waits one
         // token's time from now, not two.
-        let wait = bucket.reserve().unwrap();
+        let wait = bucket.reserve();
         assert!(wait <= Duration::from_secs(1), "{wait:?}");
     }
 

@@ -12,14 +12,15 @@ use kcontrol_client::events::{Recorder, RecorderError};
 use kcontrol_client::Client;
 use kcontrol_indexer::{Object, PartialObjectMetadata, TypedResource};
 use kcontrol_informer::{
-    wait_for_cache_sync, CacheSyncError, FactoryError, HandlerOptions, HasSynced, InformerError,
-    InformerFactory, InformerScope, SharedIndexInformer,
+    wait_for_cache_sync, FactoryError, HandlerOptions, HasSynced, InformerError, InformerFactory,
+    InformerScope, SharedIndexInformer,
 };
 use kcontrol_workqueue::{
     default_controller_rate_limiter, QueueConfig, RateLimiter, RateLimitingQueue,
 };
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::expectations::Expectations;
 use crate::handlers::EnqueueHandler;
@@ -30,9 +31,6 @@ use crate::reconciler::{Action, Context, Reconciler, Shared};
 use crate::sharding::{ShardGate, Sharder};
 use crate::watched::Watched;
 use crate::workers::{Pool, WorkerError, WorkerOptions, WorkerStats};
-
-/// How often the cache-sync wait says it is still waiting.
-const SYNC_WARN_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Why a [`Controller`] stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +169,10 @@ impl<'a> Setup<'a> {
             .iter()
             .map(|r| r as &dyn HasSynced)
             .collect();
-        let synced = wait_for_caches(shutdown, &registrations, self.name).await;
+        let synced = wait_for_cache_sync(shutdown, None, &registrations)
+            .instrument(tracing::info_span!("cache_sync", controller = %self.name))
+            .await
+            .is_ok();
         drop(registrations);
         Ok(synced.then_some(primary))
     }
@@ -840,56 +841,6 @@ fn drain_watch<K: TypedResource + DeserializeOwned>(
     })
 }
 
-/// The cache-sync barrier of a controller (client-go's
-/// `cache.WaitForCacheSync` before the workers start): waits until every
-/// one of `synced` has synced — informers, and handler registrations (a
-/// registration syncs once the informer's store holds the initial list
-/// and the handler has handled it) — saying every 10 s that it still
-/// waits (an unreachable server, a resource not installed). False when
-/// `shutdown` came first.
-///
-/// ```
-/// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() {
-/// use kcontrol_controller::wait_for_caches;
-/// use kcontrol_informer::SyncedFn;
-/// use tokio_util::sync::CancellationToken;
-///
-/// let ready = SyncedFn(|| true);
-/// assert!(wait_for_caches(&CancellationToken::new(), &[&ready], "demo").await);
-/// # }
-/// ```
-pub async fn wait_for_caches(
-    shutdown: &CancellationToken,
-    synced: &[&dyn HasSynced],
-    name: &str,
-) -> bool {
-    wait_for_caches_every(shutdown, synced, name, SYNC_WARN_INTERVAL).await
-}
-
-/// [`wait_for_caches`], warning every `interval`: the warning lists what
-/// has not synced, each as it names itself (a controller's informers by
-/// kind, scope and last list or watch error).
-pub(crate) async fn wait_for_caches_every(
-    shutdown: &CancellationToken,
-    synced: &[&dyn HasSynced],
-    name: &str,
-    interval: Duration,
-) -> bool {
-    let mut waited = Duration::ZERO;
-    loop {
-        match wait_for_cache_sync(shutdown, Some(interval), synced).await {
-            Ok(()) => return true,
-            Err(CacheSyncError::Shutdown { .. }) => return false,
-            Err(e) => {
-                waited += interval;
-                let unsynced = e.unsynced().join("; ");
-                tracing::warn!(controller = %name, ?waited, %unsynced, "still waiting for caches to sync");
-            }
-        }
-    }
-}
-
 /// One key's reconcile: the object from the cache (skipped when gone,
 /// CT10), the reconciler, the error policy on failure (CT11).
 fn reconcile_step<K: Object, R: Reconciler<K>>(
@@ -945,7 +896,7 @@ fn reconcile_step<K: Object, R: Reconciler<K>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kcontrol_informer::{ResourceEventHandlerFuncs, SyncedFn};
+    use kcontrol_informer::{CacheSyncError, ResourceEventHandlerFuncs, SyncedFn};
 
     #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
     struct GizmoSpec {}
@@ -1024,11 +975,15 @@ mod tests {
         let registration = SyncedFn(|| true);
         tokio::spawn(async move { later.store(true, Ordering::SeqCst) });
         let shutdown = CancellationToken::new();
-        assert!(wait_for_caches(&shutdown, &[&informer, &registration], "test").await);
+        let all = [&informer as &dyn HasSynced, &registration];
+        assert_eq!(wait_for_cache_sync(&shutdown, None, &all).await, Ok(()));
 
         let never = SyncedFn(|| false);
         let cancel = shutdown.clone();
         tokio::spawn(async move { cancel.cancel() });
-        assert!(!wait_for_caches(&shutdown, &[&registration, &never], "test").await);
+        let err = wait_for_cache_sync(&shutdown, None, &[&registration, &never])
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CacheSyncError::Shutdown { .. }), "{err}");
     }
 }

@@ -11,8 +11,9 @@
 //!   an object's key, or its controller owner's), [`run_workers`] (client-go's
 //!   `processNextWorkItem` loop, panics contained, graceful drain),
 //!   [`owner`] (controller references), [`signals`] (SIGINT/SIGTERM);
-//!   [`wait_for_caches`] (the cache-sync barrier over informers and
-//!   handler registrations);
+//!   the cache-sync barrier is the informer crate's
+//!   [`wait_for_cache_sync`](kcontrol_informer::wait_for_cache_sync), the
+//!   one the builder runs;
 //! - operator helpers: [`finalizer()`] (cleanup before deletion),
 //!   [`conditions`] (status conditions), [`expectations`] (creations
 //!   and deletions not yet seen in the cache, client-go's
@@ -65,7 +66,7 @@ pub mod webhook;
 pub mod workers;
 
 pub use args::{Args, ArgsError};
-pub use builder::{wait_for_caches, Controller, ControllerBuilder, ControllerError};
+pub use builder::{Controller, ControllerBuilder, ControllerError};
 pub use converge::{create_or_update, Operation};
 pub use expectations::Expectations;
 pub use finalizers::{finalizer, FinalizerError};
@@ -75,6 +76,6 @@ pub use leader_election::{
 };
 pub use manager::{Manager, ManagerError};
 pub use metrics::SharedRegistry;
-pub use reconciler::{Action, CacheWaitError, Context, Reconciler};
+pub use reconciler::{Action, Context, NotCachedError, Reconciler};
 pub use sharding::{ShardGate, Sharder, ShardingConfig, ShardingError};
 pub use workers::run_workers;

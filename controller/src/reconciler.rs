@@ -226,10 +226,10 @@ impl<K: TypedResource> Context<K> {
     }
 }
 
-/// Why [`Context::wait_for_cache`] gave up.
+/// Why [`Context::wait_until_cached`] gave up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum CacheWaitError {
+pub enum NotCachedError {
     /// The controller has no cache of that type (it neither reconciles,
     /// owns nor watches it).
     #[error("the controller does not cache objects of type {0}")]
@@ -271,18 +271,18 @@ impl<K: Object> Context<K> {
     /// # Errors
     /// When `T` is not cached by this controller, `written` has no name or
     /// version, or the cache has not caught up in time.
-    pub async fn wait_for_cache<T: Object>(
+    pub async fn wait_until_cached<T: Object>(
         &self,
         written: &T,
         timeout: Duration,
-    ) -> Result<(), CacheWaitError> {
+    ) -> Result<(), NotCachedError> {
         let lister = self
             .lister::<T>()
-            .ok_or(CacheWaitError::NotWatched(std::any::type_name::<T>()))?;
-        let name = written.name().ok_or(CacheWaitError::Missing("name"))?;
+            .ok_or(NotCachedError::NotWatched(std::any::type_name::<T>()))?;
+        let name = written.name().ok_or(NotCachedError::Missing("name"))?;
         let rv = written
             .resource_version()
-            .ok_or(CacheWaitError::Missing("resourceVersion"))?;
+            .ok_or(NotCachedError::Missing("resourceVersion"))?;
         let namespace = written.namespace().unwrap_or_default();
         let started = tokio::time::Instant::now();
         let mut pause = Duration::from_millis(1);
@@ -293,7 +293,7 @@ impl<K: Object> Context<K> {
             }
             let waited = started.elapsed();
             if waited >= timeout {
-                return Err(CacheWaitError::Timeout {
+                return Err(NotCachedError::Timeout {
                     key: if namespace.is_empty() {
                         name.to_owned()
                     } else {

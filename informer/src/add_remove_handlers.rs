@@ -45,7 +45,9 @@ impl<K: KubeObject> SharedIndexInformer<K> {
         )
     }
 
-    /// Registers a handler and starts its thread. Before start, it will see
+    /// Registers a handler and starts its tokio task (on the current
+    /// runtime), or its own OS thread when `options.blocking` is set or no
+    /// runtime is current (IN1). Before start, it will see
     /// the initial list as adds with `is_in_initial_list = true`; after
     /// start, it first gets an add (`is_in_initial_list = true`) for every
     /// object in the store, then every later change (IN2). Fails once the
@@ -65,13 +67,19 @@ impl<K: KubeObject> SharedIndexInformer<K> {
     where
         H: ResourceEventHandler<K>,
     {
-        self.register(HandlerKind::Thread(Box::new(handler)), options)
+        let on_task = !options.blocking && tokio::runtime::Handle::try_current().is_ok();
+        let handler = if on_task {
+            HandlerKind::Inline(Box::new(handler))
+        } else {
+            HandlerKind::Thread(Box::new(handler))
+        };
+        self.register(handler, options)
     }
 
     /// Registers an async handler: the same notifications, in the same
     /// order and with the same rules as
     /// [`add_event_handler_with_options`](Self::add_event_handler_with_options),
-    /// delivered on a tokio task of its own instead of an OS thread (see
+    /// delivered on a tokio task of its own (see
     /// [`AsyncResourceEventHandler`]). Must be called on a tokio runtime;
     /// the task runs there.
     pub fn add_async_event_handler<H>(

@@ -9,11 +9,14 @@ use std::sync::Arc;
 use kcontrol_indexer::ObjectOrTombstone;
 
 /// Receives an informer's notifications, one at a time, in order, on the
-/// handler's own thread.
+/// handler's own tokio task (its own thread if registered with
+/// `HandlerOptions::blocking` or outside a runtime).
 ///
-/// Every method has a no-op default. Methods are plain (not `async`) and
-/// may block: each handler has its own buffer and thread, so a slow handler
-/// delays no other handler and not the informer (IN1). Objects are the
+/// Every method has a no-op default. Methods are plain (not `async`):
+/// each handler has its own buffer and task, so a slow handler delays no
+/// other handler and not the informer (IN1). A handler that may block (as
+/// Go handlers may) asks for a thread of its own with
+/// `HandlerOptions::blocking(true)`. Objects are the
 /// store's shared `Arc`s; never mutate them through interior mutability.
 ///
 /// The informer calls:

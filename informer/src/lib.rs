@@ -6,8 +6,9 @@
 //! [`ThreadSafeStore`](kcontrol_indexer::ThreadSafeStore), and tells every
 //! registered [`ResourceEventHandler`] about each change:
 //!
-//! - IN1: each handler has its own unbounded buffer and its own thread;
-//!   a slow handler delays no other handler, and never the informer;
+//! - IN1: each handler has its own unbounded buffer and its own tokio
+//!   task (or, if it may block, its own thread); a slow handler delays no
+//!   other handler, and never the informer;
 //! - IN2: a handler added after start first gets the store's contents as
 //!   adds (`is_in_initial_list = true`), then live events;
 //! - IN3: `on_update(old, new)` for changes and resyncs; `on_delete` gets a

@@ -1,14 +1,16 @@
 //! [`Listener`]: one registered handler with its own unbounded buffer and
-//! its own OS thread, or its own tokio task for an async handler (IN1),
-//! its initial-list tracking (IN4's per-handler `has_synced`) and its
-//! resync schedule.
+//! its own tokio task, or its own OS thread for a plain handler that may
+//! block (IN1), its initial-list tracking (IN4's per-handler `has_synced`)
+//! and its resync schedule.
 //!
 //! The informer's processing loop only ever appends to a listener's buffer
-//! (a short mutex hold, never a wait on the handler); the listener's thread
-//! takes notifications one at a time and calls the handler with no lock
-//! held. Handlers are plain functions that may block, as Go handlers may:
-//! a dedicated thread per handler keeps a blocked or slow handler from
-//! holding up the async runtime, the informer, or any other handler.
+//! (a short mutex hold, never a wait on the handler); the listener's task
+//! (or thread) takes notifications one at a time and calls the handler
+//! with no lock held. A handler that only enqueues, as controllers' do,
+//! runs on a task: no thread per registration. One that may block (as Go
+//! handlers may) asks for a thread of its own (`HandlerOptions::blocking`),
+//! which keeps it from holding up the async runtime, the informer, or any
+//! other handler.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -153,6 +155,8 @@ struct State<K> {
 pub(crate) enum HandlerKind<K> {
     /// A plain handler on its own OS thread (it may block).
     Thread(Box<dyn ResourceEventHandler<K>>),
+    /// A plain handler on its own tokio task (it does not block).
+    Inline(Box<dyn ResourceEventHandler<K>>),
     /// An async handler on its own tokio task.
     Task(Box<dyn AsyncResourceEventHandler<K>>),
 }
@@ -221,7 +225,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                     source,
                 })?;
             }
-            HandlerKind::Task(_) => {
+            HandlerKind::Task(_) | HandlerKind::Inline(_) => {
                 let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
                     InformerError::NoRuntimeForHandler {
                         handler: self.name.to_string(),
@@ -243,7 +247,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             HandlerKind::Thread(_) => {
                 self.wake.notify_all();
             }
-            HandlerKind::Task(_) => self.task_wake.notify_one(),
+            HandlerKind::Task(_) | HandlerKind::Inline(_) => self.task_wake.notify_one(),
         }
     }
 
@@ -318,11 +322,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// The worker task's loop.
+    /// The worker task's loop, for an async handler or a plain one.
     async fn work_async(&self) {
-        let HandlerKind::Task(handler) = &self.handler else {
-            return;
-        };
         loop {
             let next = {
                 let mut st = self.state.lock();
@@ -336,12 +337,23 @@ impl<K: Send + Sync + 'static> Listener<K> {
                     if let Some(m) = &self.metrics {
                         m.pending(&self.name, depth);
                     }
-                    self.deliver_async(handler.as_ref(), notification).await;
+                    match &self.handler {
+                        HandlerKind::Task(handler) => {
+                            self.deliver_async(handler.as_ref(), notification).await;
+                        }
+                        HandlerKind::Inline(handler) => {
+                            self.deliver(handler.as_ref(), notification);
+                            // a long backlog must not hold the runtime's
+                            // thread: yield once the task's budget is spent
+                            tokio::task::consume_budget().await;
+                        }
+                        HandlerKind::Thread(_) => return,
+                    }
                 }
                 None => self.task_wake.notified().await,
             }
         }
-        tracing::debug!(handler = %self.name, "async event handler stopped");
+        tracing::debug!(handler = %self.name, "event handler task stopped");
     }
 
     /// Calls the handler. A panic is caught and logged, and counts as
@@ -532,6 +544,68 @@ mod tests {
         // both panicking initial adds counted as handled (the last event
         // recorded came after them)
         assert!(l.sync.has_synced());
+        l.stop();
+        worker.join().unwrap().unwrap();
+        assert!(rx.try_recv().is_err());
+        assert_eq!(Arc::strong_count(&l), 1, "the task let go of the listener");
+    }
+
+    /// IN1 for a plain handler on a task (the default on a runtime): in
+    /// order, surviving a panic, a long backlog yielding to the other tasks
+    /// of a one-thread runtime; the task ends on stop.
+    #[test]
+    fn a_plain_handler_on_a_task_gets_the_same_notifications() {
+        let (tx, rx) = mpsc::channel();
+        let (l, rx) = listener_of(
+            true,
+            HandlerKind::Inline(Box::new(Recorder(Mutex::new(tx)))),
+            rx,
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let backlog = 1000;
+        for n in [1, 13] {
+            l.add(Notification::Add {
+                obj: Arc::new(n),
+                initial: true,
+            });
+        }
+        for n in 0..backlog {
+            l.add(Notification::Update {
+                old: Arc::new(n),
+                new: Arc::new(n + 1),
+            });
+        }
+        let (ticked_tx, ticked_rx) = mpsc::channel();
+        let watched = Arc::clone(&l);
+        let done = {
+            let _runtime = runtime.enter();
+            let done = l.spawn("test").unwrap();
+            // spawned after the handler's task, on the runtime's one
+            // thread: it runs amid the backlog only if the task yields
+            tokio::spawn(async move {
+                let _ = ticked_tx.send(watched.pending());
+            });
+            done
+        };
+        let worker = std::thread::spawn(move || runtime.block_on(done));
+        assert_eq!(recv(&rx), "add 1 true");
+        let mut order = Vec::new();
+        for _ in 0..backlog {
+            order.push(recv(&rx));
+        }
+        let want: Vec<String> = (0..backlog)
+            .map(|n| format!("update {n} {}", n + 1))
+            .collect();
+        assert_eq!(order, want);
+        let pending_when_ticked = ticked_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(
+            pending_when_ticked > 0,
+            "the backlog did not yield to the runtime"
+        );
+        assert!(l.sync.has_synced(), "the panicking add counted as handled");
         l.stop();
         worker.join().unwrap().unwrap();
         assert!(rx.try_recv().is_err());

@@ -22,6 +22,13 @@ pub struct HandlerOptions {
     /// the informer's resync check period it is raised to that period once
     /// the informer has started (before start it lowers the check period).
     pub resync_period: Option<Duration>,
+    /// Whether a plain handler may block (wait on I/O, a lock held
+    /// elsewhere, a channel): it then gets an OS thread of its own.
+    /// Default false: it runs on a tokio task of its own, which is what a
+    /// handler that only enqueues keys (every controller's) needs, and
+    /// costs no thread per registration. Outside a tokio runtime a handler
+    /// always gets a thread. Async handlers ignore it.
+    pub blocking: bool,
 }
 
 impl HandlerOptions {
@@ -41,6 +48,14 @@ impl HandlerOptions {
     #[must_use]
     pub fn resync_period(mut self, period: Duration) -> Self {
         self.resync_period = Some(period);
+        self
+    }
+
+    /// Says whether the (plain) handler may block, and so needs an OS
+    /// thread of its own instead of a tokio task (the `blocking` field).
+    #[must_use]
+    pub fn blocking(mut self, blocking: bool) -> Self {
+        self.blocking = blocking;
         self
     }
 }

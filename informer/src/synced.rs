@@ -114,6 +114,10 @@ impl CacheSyncError {
 const FIRST_POLL: Duration = Duration::from_millis(1);
 /// client-go polls every 100 ms; this waits at most that long between checks.
 const MAX_POLL: Duration = Duration::from_millis(100);
+/// While it waits, the barrier warns this often which caches have not
+/// synced (an unreachable server, a missing CRD), naming each as it names
+/// itself (informers by kind, scope and last list or watch error).
+const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Waits until every one of `synced` has synced, like client-go's
 /// `WaitForCacheSync`: `Ok(())` then; an error naming what had not synced
@@ -121,7 +125,11 @@ const MAX_POLL: Duration = Duration::from_millis(100);
 /// Informers, handler registrations and a whole factory go in one list.
 ///
 /// It checks right away, then polls at growing intervals (1 ms doubling to
-/// 100 ms), so a fast sync is seen quickly and a slow one costs little.
+/// 100 ms), so a fast sync is seen quickly and a slow one costs little;
+/// every 10 s it waits, it logs a warning naming what has not synced. This
+/// is the one cache-sync barrier: the controller builder runs it before
+/// its workers start (CT9), and a hand-written controller calls it the
+/// same way.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -148,7 +156,10 @@ pub async fn wait_for_cache_sync(
     synced: &[&dyn HasSynced],
 ) -> Result<(), CacheSyncError> {
     // A timeout too long to represent is no timeout.
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let started = Instant::now();
+    // A timeout too long to represent is no timeout.
+    let deadline = timeout.and_then(|t| started.checked_add(t));
+    let mut next_warning = started + WARN_EVERY;
     let mut poll = FIRST_POLL;
     loop {
         if synced.iter().all(|s| s.has_synced()) {
@@ -160,9 +171,16 @@ pub async fn wait_for_cache_sync(
                 unsynced: unsynced(synced),
             });
         }
-        let mut wake = Instant::now() + poll;
+        let now = Instant::now();
+        if now >= next_warning {
+            let unsynced = unsynced(synced).join("; ");
+            let waited = now - started;
+            tracing::warn!(?waited, %unsynced, "still waiting for caches to sync");
+            next_warning = now + WARN_EVERY;
+        }
+        let mut wake = now + poll;
         if let (Some(deadline), Some(timeout)) = (deadline, timeout) {
-            if Instant::now() >= deadline {
+            if now >= deadline {
                 let unsynced = unsynced(synced);
                 tracing::info!(?timeout, ?unsynced, "timed out waiting for caches to sync");
                 return Err(CacheSyncError::Timeout { timeout, unsynced });

@@ -5,10 +5,13 @@
 //!
 //! ```sh
 //! cargo build --release -p kcontrol-proto --example decode_items
-//! valgrind --tool=callgrind --toggle-collect='*decode_items*' \
+//! valgrind --tool=callgrind --toggle-collect='decode_items::decode_items_*' \
 //!   target/release/examples/decode_items pb configmap 10000
 //! callgrind_annotate --inclusive=yes callgrind.out.<pid>
 //! ```
+//!
+//! (The pattern names the functions: `*decode_items*` would match the
+//! crate's `decode_items::main` too, and count the fixture's unpacking.)
 //!
 //! Arguments: encoding (`json`: serde_json on the item's bytes, as the
 //! client's `ListStream` does; `pb`: kcontrol-proto; `prost`: k8s-pb's

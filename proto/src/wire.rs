@@ -117,18 +117,50 @@ impl<'de> Reader<'de> {
     /// The next field, `None` at the end of the message.
     #[inline]
     pub(crate) fn field(&mut self) -> Result<Option<(u32, Value<'de>)>, Error> {
-        if self.is_empty() {
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        // the common case: a one-byte tag of a field numbered 1-15 and,
+        // for a length-delimited value, a one-byte length
+        if let [tag, second, ..] = *rest {
+            if (8..0x80).contains(&tag) {
+                match tag & 7 {
+                    0 if second < 0x80 => {
+                        self.pos += 2;
+                        return Ok(Some((
+                            u32::from(tag >> 3),
+                            Value::Varint(u64::from(second)),
+                        )));
+                    }
+                    2 if second < 0x80 => {
+                        let start = self.pos + 2;
+                        let end = start + usize::from(second);
+                        if let Some(bytes) = self.buf.get(start..end) {
+                            self.pos = end;
+                            return Ok(Some((u32::from(tag >> 3), Value::Len(bytes))));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else if rest.is_empty() {
             return Ok(None);
         }
         let (number, wire) = self.tag()?;
         Ok(Some((number, self.value(wire)?)))
     }
 
-    /// The number of the next field, without consuming it.
+    /// The number of the next field, without consuming it (`None` at the
+    /// end, or before a tag that does not read: the next `field` says why).
     #[inline]
     pub(crate) fn peek_number(&self) -> Option<u32> {
-        let mut copy = *self;
-        copy.tag().ok().map(|(n, _)| n)
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        match rest.first() {
+            None => None,
+            Some(&b) if b < 0x80 => Some(u32::from(b >> 3)),
+            Some(_) => {
+                let (key, _) = varint(rest).ok()?;
+                u32::try_from(key >> 3).ok()
+            }
+        }
     }
 }
 
@@ -204,5 +236,26 @@ mod tests {
         assert!(Reader::new(&[0x0b]).field().is_err()); // group
         assert!(Reader::new(&[0x00]).field().is_err()); // field 0
         assert!(Reader::new(&[0x0e]).field().is_err()); // wire type 6
+    }
+
+    #[test]
+    fn the_one_byte_fast_path_reads_as_the_general_one() {
+        // one-byte varint, one-byte length, an empty value, then the end
+        let b = [0x08, 0x05, 0x12, 0x01, b'x', 0x1a, 0x00];
+        let mut r = Reader::new(&b);
+        assert!(matches!(r.field().unwrap(), Some((1, Value::Varint(5)))));
+        assert!(matches!(r.field().unwrap(), Some((2, Value::Len(b"x")))));
+        assert_eq!(r.peek_number(), Some(3));
+        assert!(matches!(r.field().unwrap(), Some((3, Value::Len(b"")))));
+        assert_eq!(r.peek_number(), None);
+        assert!(r.field().unwrap().is_none());
+        // field 0 and a length past the end fail as before
+        assert!(Reader::new(&[0x00, 0x01]).field().is_err());
+        assert!(Reader::new(&[0x02, 0x00]).field().is_err());
+        assert!(Reader::new(&[0x0a, 0x02, b'a']).field().is_err());
+        // a two-byte tag (field 17) takes the general path
+        let mut r = Reader::new(&[0x8a, 0x01, 0x01, b'y']);
+        assert_eq!(r.peek_number(), Some(17));
+        assert!(matches!(r.field().unwrap(), Some((17, Value::Len(b"y")))));
     }
 }

@@ -20,7 +20,6 @@
 //! popping the FIFO into a store (what an informer does):
 //!
 //! ```
-//! use std::convert::Infallible;
 //! use std::sync::Arc;
 //! use kcontrol_client::{Api, Client, Config};
 //! use kcontrol_deltafifo::{Delta, DeltaFifo, ProcessError};
@@ -52,22 +51,37 @@
 //!     async move { reflector.run(shutdown).await }
 //! });
 //!
-//! // the consumer: one pop per key, applied to the store
+//! // the consumer: pops for as long as the FIFO is open (an informer's
+//! // processing loop), each key's newest delta applied to the store
+//! let consumer = tokio::spawn({
+//!     let (fifo, store) = (fifo.clone(), store.clone());
+//!     async move {
+//!         while fifo
+//!             .pop_async(|deltas, _initial| {
+//!                 match deltas.newest() {
+//!                     Delta::Deleted(_) => drop(store.delete_by_key(deltas.key())),
+//!                     newest => drop(store.add(newest.object().clone()).map_err(ProcessError::Failed)?),
+//!                 }
+//!                 Ok(())
+//!             })
+//!             .await
+//!             .is_ok()
+//!         {}
+//!     }
+//! });
+//! // synced: the first list is queued whole and every item of it popped
+//! // (a pop may come before the list ends, so the consumer cannot stop at
+//! // the first synced look: it keeps popping, as an informer does)
 //! while !fifo.has_synced() {
-//!     fifo.pop_async(|deltas, _initial| {
-//!         match deltas.newest() {
-//!             Delta::Deleted(_) => drop(store.delete_by_key(deltas.key())),
-//!             newest => drop(store.add(newest.object().clone()).map_err(ProcessError::Failed)?),
-//!         }
-//!         Ok(())
-//!     })
-//!     .await?;
+//!     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
 //! }
 //! assert_eq!(store.list_keys(), ["default/settings"]);
-//! assert!(reflector.last_sync_resource_version().is_some());
+//! assert!(fifo.last_sync_resource_version().is_some());
 //!
 //! shutdown.cancel();
 //! running.await?;
+//! fifo.close();
+//! consumer.await?;
 //! # Ok(())
 //! # }
 //! ```

@@ -305,7 +305,7 @@ impl Controller {
         let registry = options.registry.as_ref();
         if let Some(registry) = registry {
             // rest_client_* for every request of this client and its clones
-            kcontrol_controller::metrics::register_client_metrics(&client, &mut registry.lock());
+            registry.register_client(&client);
         }
         let recorder = Recorder::new(client.clone(), CONTROLLER_NAME)?;
         let queue = foos_queue(registry);
@@ -524,7 +524,7 @@ impl Controller {
     async fn run_replica(&self, shutdown: CancellationToken) -> Result<(), ControllerError> {
         let informers_stop = CancellationToken::new();
         let synced = match self.factory.start(&informers_stop) {
-            Ok(()) => self.wait_for_caches(&shutdown).await,
+            Ok(()) => self.wait_for_cache_sync(&shutdown).await,
             Err(e) => {
                 tracing::error!(error = %e, "cannot start the informers");
                 false
@@ -605,12 +605,14 @@ impl Controller {
     /// Waits for both caches and both handlers' initial lists; false when
     /// shutdown came first (saying so every 10 s while it waits long: an
     /// unreachable server, a missing CRD).
-    async fn wait_for_caches(&self, shutdown: &CancellationToken) -> bool {
+    async fn wait_for_cache_sync(&self, shutdown: &CancellationToken) -> bool {
         let mut synced: Vec<&dyn HasSynced> = vec![
             self.foos_informer.as_ref(),
             self.deployments_informer.as_ref(),
         ];
         synced.extend(self.registrations.iter().map(|r| r as &dyn HasSynced));
-        kcontrol_controller::wait_for_caches(shutdown, &synced, CONTROLLER_NAME).await
+        kcontrol_informer::wait_for_cache_sync(shutdown, None, &synced)
+            .await
+            .is_ok()
     }
 }

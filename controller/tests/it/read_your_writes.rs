@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcontrol_client::{Api, Client, PostParams};
-use kcontrol_controller::{owner, Action, CacheWaitError, Context, Controller};
+use kcontrol_controller::{owner, Action, Context, Controller, NotCachedError};
 use kcontrol_testserver::TestServer;
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -49,10 +49,10 @@ async fn ct16_a_write_is_waited_for_in_the_cache_and_a_lagging_cache_times_out()
             faults.pause_watches();
             let created = api.create(&PostParams::default(), &secret).await?;
             let lagging = ctx
-                .wait_for_cache(&created, Duration::from_millis(300))
+                .wait_until_cached(&created, Duration::from_millis(300))
                 .await;
             faults.resume_watches();
-            let caught_up = ctx.wait_for_cache(&created, DEADLINE).await;
+            let caught_up = ctx.wait_until_cached(&created, DEADLINE).await;
             let cached = ctx
                 .lister::<Secret>()
                 .unwrap()
@@ -72,7 +72,7 @@ async fn ct16_a_write_is_waited_for_in_the_cache_and_a_lagging_cache_times_out()
         .unwrap()
         .unwrap();
     assert!(
-        matches!(lagging, Err(CacheWaitError::Timeout { .. })),
+        matches!(lagging, Err(NotCachedError::Timeout { .. })),
         "{lagging:?}"
     );
     assert!(caught_up.is_ok(), "{caught_up:?}");
@@ -109,11 +109,11 @@ async fn ct16_an_uncached_type_or_an_unwritten_object_is_an_error() {
         let tx = tx.clone();
         async move {
             let secret = Secret::default();
-            let not_watched = ctx.wait_for_cache(&secret, DEADLINE).await;
+            let not_watched = ctx.wait_until_cached(&secret, DEADLINE).await;
             let mut unwritten = ConfigMap::clone(&cm);
             unwritten.metadata.resource_version = None;
-            let missing = ctx.wait_for_cache(&unwritten, DEADLINE).await;
-            let itself = ctx.wait_for_cache(cm.as_ref(), DEADLINE).await;
+            let missing = ctx.wait_until_cached(&unwritten, DEADLINE).await;
+            let itself = ctx.wait_until_cached(cm.as_ref(), DEADLINE).await;
             tx.send((not_watched, missing, itself)).unwrap();
             Ok::<_, kcontrol_client::Error>(Action::Done)
         }
@@ -129,11 +129,11 @@ async fn ct16_an_uncached_type_or_an_unwritten_object_is_an_error() {
         .unwrap()
         .unwrap();
     assert!(
-        matches!(not_watched, Err(CacheWaitError::NotWatched(_))),
+        matches!(not_watched, Err(NotCachedError::NotWatched(_))),
         "{not_watched:?}"
     );
     assert!(
-        matches!(missing, Err(CacheWaitError::Missing("resourceVersion"))),
+        matches!(missing, Err(NotCachedError::Missing("resourceVersion"))),
         "{missing:?}"
     );
     assert!(

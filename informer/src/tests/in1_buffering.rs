@@ -99,3 +99,31 @@ fn in1_a_panicking_handler_keeps_handling_and_others_are_unaffected() {
     assert_eq!(good.view().len(), 2);
     h.stop();
 }
+
+/// IN1: a plain handler registered on a runtime runs on a task of that
+/// runtime, unless it asks for a thread (`HandlerOptions::blocking`): one
+/// registered with it inside a runtime that is no longer driven still
+/// gets every notification, on its own thread.
+#[test]
+fn in1_a_blocking_handler_gets_a_thread_even_on_a_runtime() {
+    let mut h = Harness::new(|b| b);
+    let r = Recorder::new();
+    let idle = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // registered on `idle`, which nothing drives after this block_on
+    let reg = idle
+        .block_on(async {
+            h.informer.add_event_handler_with_options(
+                Arc::clone(&r),
+                crate::HandlerOptions::new().blocking(true),
+            )
+        })
+        .unwrap();
+    let fifo = h.start();
+    fifo.replace([cm("a", "x", "1"), cm("a", "y", "1")], "1")
+        .unwrap();
+    eventually_blocking("reg.has_synced()", || reg.has_synced());
+    assert_eq!(r.view(), h.store_view());
+    h.stop();
+}

@@ -173,6 +173,9 @@ async fn error_event(encoding: ContentType) {
     h.synced().await;
     h.converge(&server).await;
     let lists = requests(&server, Verb::List).len();
+    // a converged store does not mean the watch is open: a close before
+    // it opens would be missed, and the expiry never served
+    wait_watch_open(&server).await;
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     update(&server, "cm-2", "after");

@@ -21,6 +21,8 @@ fn config() -> ReflectorConfig<ConfigMap> {
 /// Makes the next watch answer a 410 ERROR event, so the reflector relists.
 async fn force_relist(server: &kcontrol_testserver::TestServer, h: &Harness) {
     let lists_before = requests(server, Verb::List).len();
+    // the close must reach an open watch, or the expiry is never served
+    wait_watch_open(server).await;
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     eventually_within("a relist", DEADLINE, async || {
@@ -266,6 +268,7 @@ async fn rf9_a_relist_broken_off_mid_body_deletes_nothing() {
         }
     });
     let replaced_before = h.popped(DeltaType::Replaced);
+    wait_watch_open(&server).await;
     server.faults().expire_next_watches(1);
     server.faults().close_all_watches();
     let errors = h.errors.clone();

@@ -3,7 +3,13 @@
 //! second. Each `when` reserves a token, even one that only comes in the
 //! future, and returns how long until it comes, exactly like `rate.Limiter`'s
 //! `Reserve().Delay()`: once the burst is spent, calls are spaced
-//! `1/qps` apart, and every call pushes later ones further out.
+//! `1/qps` apart, and every call pushes later ones further out. A caller
+//! that reserved a token and then did not use it gives it back
+//! ([`BucketRateLimiter::give_back`], `rate.Reservation.Cancel`).
+//!
+//! This is kcontrol's one token bucket: the work queue's limiter, and the
+//! client's request rate limit (client-go's `flowcontrol` token bucket),
+//! which waits on it through a tokio clock.
 //!
 //! Implemented as GCRA on one atomic integer (nanoseconds since the
 //! limiter was made): lock-free, exact, and saturating instead of
@@ -88,9 +94,7 @@ impl BucketRateLimiter {
 
     /// Reserves one token; returns how long until it is available.
     pub fn reserve(&self) -> Duration {
-        let now = self.clock.now();
-        let now = u64::try_from(now.saturating_duration_since(self.origin).as_nanos())
-            .unwrap_or(u64::MAX);
+        let now = self.now_nanos();
         let mut current = self.full_at.load(Ordering::Relaxed);
         loop {
             let next = current.max(now).saturating_add(self.interval);
@@ -107,6 +111,36 @@ impl BucketRateLimiter {
                 Err(seen) => current = seen,
             }
         }
+    }
+
+    /// Gives back one token reserved by [`BucketRateLimiter::reserve`]
+    /// that its caller did not use (it gave up waiting): the next
+    /// reservation comes one token sooner, but the bucket never holds
+    /// more than `burst`.
+    pub fn give_back(&self) {
+        let now = self.now_nanos();
+        let mut current = self.full_at.load(Ordering::Relaxed);
+        loop {
+            let next = current.saturating_sub(self.interval).max(now);
+            if next >= current {
+                return;
+            }
+            match self.full_at.compare_exchange_weak(
+                current,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
+    /// Nanoseconds from `origin` to the clock's now (saturating).
+    fn now_nanos(&self) -> u64 {
+        let now = self.clock.now();
+        u64::try_from(now.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
 }
 
@@ -164,6 +198,24 @@ mod tests {
         }
         assert_eq!(b.reserve(), 100 * MS);
         assert_eq!(RateLimiter::<u8>::num_requeues(&b, &1), 0);
+    }
+
+    #[test]
+    fn wq6_a_token_given_back_is_reserved_again_but_never_beyond_the_burst() {
+        let clock = Arc::new(FakeClock::new());
+        let b = BucketRateLimiter::with_clock(10.0, 1, clock.clone()).unwrap();
+        assert_eq!(b.reserve(), Duration::ZERO);
+        assert_eq!(b.reserve(), 100 * MS);
+        assert_eq!(b.reserve(), 200 * MS);
+        // the caller of the 200 ms reservation gave up
+        b.give_back();
+        assert_eq!(b.reserve(), 200 * MS);
+        // giving back more than was reserved fills the bucket, no more
+        for _ in 0..10 {
+            b.give_back();
+        }
+        assert_eq!(b.reserve(), Duration::ZERO);
+        assert_eq!(b.reserve(), 100 * MS);
     }
 
     #[test]

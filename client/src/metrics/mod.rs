@@ -2,9 +2,12 @@
 //! request to (client-go's `rest_client_requests_total`,
 //! `rest_client_request_duration_seconds` and
 //! `rest_client_rate_limiter_duration_seconds`), and the Kubernetes verb
-//! and resource of a request path, for metrics and tracing spans.
+//! and resource of a request path, for metrics and tracing spans;
+//! [`prometheus`] reports them as Prometheus families.
 
 use std::time::Duration;
+
+pub mod prometheus;
 
 /// Receives a client's requests. Every method has a no-op default. Calls
 /// come from the task sending the request: keep them quick.
