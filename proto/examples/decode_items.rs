@@ -15,7 +15,9 @@
 //!
 //! Arguments: encoding (`json`: serde_json on the item's bytes, as the
 //! client's `ListStream` does; `pb`: kcontrol-proto; `prost`: k8s-pb's
-//! message, a reference), type (`configmap`, `compact`, `meta`:
+//! message, a reference; `json-strip` and `pb-strip`: the same for a cache
+//! without managedFields, as the informer's `strip_managed_fields` decodes,
+//! JSON dropping them after decoding and protobuf skipping them unread), type (`configmap`, `compact`, `meta`:
 //! `PartialObjectMetadata<ConfigMap>`), N (default 10,000), and `meta` to
 //! read the metadata-only lists (`meta.json`, `meta.pb`) instead of the
 //! full ones. Prints the CPU seconds of the decoding.
@@ -27,8 +29,8 @@ use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_fixtures::{cpu_seconds, load_prefix};
 use kcontrol_indexer::compact::CompactConfigMap;
-use kcontrol_indexer::PartialObjectMetadata;
-use kcontrol_proto::{ListDecoder, ListPart, Message};
+use kcontrol_indexer::{KubeObject, PartialObjectMetadata};
+use kcontrol_proto::{DecodeOptions, ListDecoder, ListPart, Message};
 use prost::Message as _;
 use serde::de::{DeserializeOwned, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -96,10 +98,18 @@ fn json_items(body: &[u8], n: usize) -> Vec<Box<RawValue>> {
 }
 
 #[inline(never)]
-fn decode_items_json<T: DeserializeOwned>(items: &[Box<RawValue>], out: &mut Vec<T>) {
+fn decode_items_json<T: KubeObject + DeserializeOwned>(
+    items: &[Box<RawValue>],
+    strip: bool,
+    out: &mut Vec<T>,
+) {
     for item in items {
         // bytes, as the client's ListStream decodes them (UTF-8 checked)
-        out.push(serde_json::from_slice(item.get().as_bytes()).unwrap());
+        let mut obj: T = serde_json::from_slice(item.get().as_bytes()).unwrap();
+        if strip {
+            obj.drop_managed_fields();
+        }
+        out.push(obj);
     }
 }
 
@@ -107,10 +117,11 @@ fn decode_items_json<T: DeserializeOwned>(items: &[Box<RawValue>], out: &mut Vec
 fn decode_items_pb<T: DeserializeOwned>(
     items: &[Bytes],
     schema: &'static Message,
+    options: DecodeOptions,
     out: &mut Vec<T>,
 ) {
     for item in items {
-        out.push(kcontrol_proto::from_slice(item, schema).unwrap());
+        out.push(kcontrol_proto::from_slice_with(item, schema, options).unwrap());
     }
 }
 
@@ -130,7 +141,7 @@ fn timed<T>(what: &str, n: usize, work: impl FnOnce(&mut Vec<T>)) {
     black_box(&out);
 }
 
-fn run<T: DeserializeOwned>(encoding: &str, n: usize, meta_lists: bool) {
+fn run<T: KubeObject + DeserializeOwned>(encoding: &str, n: usize, meta_lists: bool) {
     let (json_name, pb_name) = if meta_lists {
         ("meta.json", "meta.pb")
     } else {
@@ -139,14 +150,15 @@ fn run<T: DeserializeOwned>(encoding: &str, n: usize, meta_lists: bool) {
     // about 2 KB (JSON) and 1.3 KB (protobuf) an item, with room
     let prefix = n * 2_200 + 4_096;
     let what = format!("{encoding} {}", std::any::type_name::<T>());
-    match encoding {
+    let strip = encoding.ends_with("-strip");
+    match encoding.trim_end_matches("-strip") {
         "json" => {
             let Some(body) = load_prefix(json_name, prefix) else {
                 println!("no fixtures");
                 return;
             };
             let items = json_items(&body.unwrap(), n);
-            timed::<T>(&what, n, |out| decode_items_json(&items, out));
+            timed::<T>(&what, n, |out| decode_items_json(&items, strip, out));
         }
         "pb" => {
             let Some(body) = load_prefix(pb_name, prefix) else {
@@ -154,7 +166,10 @@ fn run<T: DeserializeOwned>(encoding: &str, n: usize, meta_lists: bool) {
                 return;
             };
             let (items, schema) = pb_items(body.unwrap(), n);
-            timed::<T>(&what, n, |out| decode_items_pb(&items, schema, out));
+            let options = DecodeOptions::default().strip_managed_fields(strip);
+            timed::<T>(&what, n, |out| {
+                decode_items_pb(&items, schema, options, out)
+            });
         }
         "prost" => {
             let Some(body) = load_prefix(pb_name, prefix) else {
@@ -164,7 +179,7 @@ fn run<T: DeserializeOwned>(encoding: &str, n: usize, meta_lists: bool) {
             let (items, _) = pb_items(body.unwrap(), n);
             timed(&what, n, |out| decode_items_prost(&items, out));
         }
-        other => panic!("unknown encoding {other} (json, pb, prost)"),
+        other => panic!("unknown encoding {other} (json, pb, prost, json-strip, pb-strip)"),
     }
 }
 

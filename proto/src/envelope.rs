@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::de::{from_slice, MessageDe};
+use crate::de::{from_slice, DecodeOptions, MessageDe};
 use crate::error::Error;
 use crate::schema::{kind, Message};
 use crate::wire::{Reader, Value};
@@ -87,12 +87,13 @@ pub(crate) fn schema_of(api_version: &str, kind_name: &str) -> Result<&'static M
 }
 
 /// The Deserializer of an enveloped object.
-pub(crate) fn object_de(bytes: &[u8]) -> Result<MessageDe<'_>, Error> {
+pub(crate) fn object_de(bytes: &[u8], options: DecodeOptions) -> Result<MessageDe<'_>, Error> {
     let e = envelope(bytes)?;
     Ok(MessageDe {
         bytes: e.raw,
         message: schema_of(e.api_version, e.kind)?,
         type_meta: Some((e.api_version, e.kind)),
+        options,
     })
 }
 
@@ -100,7 +101,15 @@ pub(crate) fn object_de(bytes: &[u8]) -> Result<MessageDe<'_>, Error> {
 /// error's `Status`) into `T`, by the schema of the kind the envelope
 /// names; `apiVersion` and `kind` come first, as in JSON.
 pub fn from_object<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, Error> {
-    T::deserialize(object_de(bytes)?)
+    from_object_with(bytes, DecodeOptions::default())
+}
+
+/// [`from_object`] with `options`.
+pub fn from_object_with<'de, T: Deserialize<'de>>(
+    bytes: &'de [u8],
+    options: DecodeOptions,
+) -> Result<T, Error> {
+    T::deserialize(object_de(bytes, options)?)
 }
 
 /// Decodes the `raw` of an envelope by `message` (without `apiVersion`

@@ -47,8 +47,8 @@ mod tables;
 pub mod watch;
 mod wire;
 
-pub use de::from_slice;
-pub use envelope::{envelope, from_object, from_raw, Envelope, MAGIC};
+pub use de::{from_slice, from_slice_with, DecodeOptions};
+pub use envelope::{envelope, from_object, from_object_with, from_raw, Envelope, MAGIC};
 pub use error::Error;
 pub use list::{ListDecoder, ListPart};
 pub use schema::{kind, Message};

@@ -12,7 +12,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as pbmeta;
 use kcontrol_indexer::compact::CompactConfigMap;
-use kcontrol_proto::{from_object, from_slice, kind, ListDecoder};
+use kcontrol_proto::{
+    from_object, from_object_with, from_slice, from_slice_with, kind, DecodeOptions, ListDecoder,
+};
 use proptest::prelude::*;
 use prost::Message as _;
 
@@ -63,6 +65,20 @@ proptest! {
         // and the generic form of the enveloped object equals the object's JSON
         let value: serde_json::Value = from_object(&enveloped(bytes)).unwrap();
         prop_assert_eq!(value, serde_json::to_value(&want).unwrap());
+    }
+
+    /// Skipping managedFields unread gives the object decoded whole with
+    /// its managedFields dropped, and nothing else changed.
+    #[test]
+    fn stripping_managed_fields_equals_dropping_them_after(cm in configmap()) {
+        let bytes = cm.encode_to_vec();
+        let mut want = expected(cm);
+        want.metadata.managed_fields = None;
+        let strip = DecodeOptions::default().strip_managed_fields(true);
+        let got: ConfigMap = from_slice_with(&bytes, schema(), strip).unwrap();
+        prop_assert_eq!(&got, &want);
+        let got: ConfigMap = from_object_with(&enveloped(bytes), strip).unwrap();
+        prop_assert_eq!(&got, &want);
     }
 }
 

@@ -6,10 +6,13 @@ use serde::de::{DeserializeSeed, MapAccess};
 
 use super::special::is_go_zero_time;
 use super::value::ValueDe;
-use super::StrDe;
+use super::{DecodeOptions, StrDe};
 use crate::error::Error;
 use crate::schema::{Field, Message, Ty};
 use crate::wire::{Reader, Value};
+
+/// `ObjectMeta`'s field that [`DecodeOptions::strip_managed_fields`] skips.
+const MANAGED_FIELDS: &str = "managedFields";
 
 /// What the next `next_value` hands out.
 enum Pending<'de> {
@@ -27,6 +30,7 @@ pub(crate) struct Fields<'de> {
     type_meta: Option<(&'de str, &'de str)>,
     type_meta_step: u8,
     pending: Pending<'de>,
+    options: DecodeOptions,
 }
 
 impl<'de> Fields<'de> {
@@ -34,6 +38,7 @@ impl<'de> Fields<'de> {
         bytes: &'de [u8],
         message: &'static Message,
         type_meta: Option<(&'de str, &'de str)>,
+        options: DecodeOptions,
     ) -> Self {
         Self {
             reader: Reader::new(bytes),
@@ -42,6 +47,7 @@ impl<'de> Fields<'de> {
             type_meta,
             type_meta_step: 0,
             pending: Pending::None,
+            options,
         }
     }
 
@@ -79,6 +85,9 @@ impl<'de> Fields<'de> {
             let Some(field) = self.message.field(number) else {
                 continue; // unknown to this schema: skipped, as protobuf does
             };
+            if self.options.strips_managed_fields() && field.json == MANAGED_FIELDS {
+                continue; // each entry of the run, unread
+            }
             if field.inline {
                 let (Ty::Message(inner), Value::Len(bytes)) = (&field.ty, value) else {
                     return Err(Error::wire("an inlined field is not a message"));
@@ -136,6 +145,7 @@ impl<'de> MapAccess<'de> for Fields<'de> {
                     field,
                     value,
                     run: &mut self.reader,
+                    options: self.options,
                 })
                 .map_err(|e| e.in_field(field.json)),
             Pending::None => Err(Error::new("next_value called before next_key")),

@@ -26,16 +26,58 @@ use crate::schema::Message;
 pub(crate) use fields::Fields;
 pub(crate) use special::raw_bytes as raw_field;
 
+/// How [`from_slice_with`] and [`from_object_with`](crate::from_object_with)
+/// decode, beyond the schema. The default decodes every field.
+///
+/// ```
+/// use kcontrol_proto::DecodeOptions;
+///
+/// let options = DecodeOptions::default().strip_managed_fields(true);
+/// assert!(options.strips_managed_fields());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodeOptions {
+    strip_managed_fields: bool,
+}
+
+impl DecodeOptions {
+    /// Skips `metadata.managedFields` unread: the object comes without
+    /// them, as if they had been stripped after decoding, without the
+    /// allocations of decoding them (the object's own metadata and that of
+    /// nested templates; not inside lists or maps of messages, where
+    /// Kubernetes objects carry none).
+    #[must_use]
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
+        self
+    }
+
+    /// Whether `managedFields` are skipped.
+    pub fn strips_managed_fields(&self) -> bool {
+        self.strip_managed_fields
+    }
+}
+
 /// Decodes the bytes of one `message` (not enveloped: a list item, the
 /// `raw` of an envelope) into `T`.
 pub fn from_slice<'de, T: Deserialize<'de>>(
     bytes: &'de [u8],
     message: &'static Message,
 ) -> Result<T, Error> {
+    from_slice_with(bytes, message, DecodeOptions::default())
+}
+
+/// [`from_slice`] with `options`.
+pub fn from_slice_with<'de, T: Deserialize<'de>>(
+    bytes: &'de [u8],
+    message: &'static Message,
+    options: DecodeOptions,
+) -> Result<T, Error> {
     T::deserialize(MessageDe {
         bytes,
         message,
         type_meta: None,
+        options,
     })
 }
 
@@ -46,13 +88,19 @@ pub(crate) struct MessageDe<'de> {
     pub(crate) bytes: &'de [u8],
     pub(crate) message: &'static Message,
     pub(crate) type_meta: Option<(&'de str, &'de str)>,
+    pub(crate) options: DecodeOptions,
 }
 
 impl<'de> Deserializer<'de> for MessageDe<'de> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_map(Fields::new(self.bytes, self.message, self.type_meta))
+        visitor.visit_map(Fields::new(
+            self.bytes,
+            self.message,
+            self.type_meta,
+            self.options,
+        ))
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {

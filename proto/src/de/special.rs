@@ -6,6 +6,7 @@
 use serde::de::{Deserializer, Visitor};
 
 use super::value::utf8;
+use super::DecodeOptions;
 use crate::error::Error;
 use crate::schema::Ty;
 use crate::wire::{Reader, Value};
@@ -212,7 +213,7 @@ pub(crate) fn raw_json<'de, V: Visitor<'de>>(
         return visitor.visit_unit();
     }
     if raw.starts_with(crate::envelope::MAGIC) {
-        return crate::envelope::object_de(raw)?.deserialize_any(visitor);
+        return crate::envelope::object_de(raw, DecodeOptions::default())?.deserialize_any(visitor);
     }
     let mut json = serde_json::Deserializer::from_slice(raw);
     let value = json

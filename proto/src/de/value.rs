@@ -7,7 +7,7 @@ use serde::de::{Deserializer, Visitor};
 
 use super::seq::{ArrayItems, MapEntries, Repeated};
 use super::special;
-use super::{Fields, StrDe};
+use super::{DecodeOptions, Fields, StrDe};
 use crate::error::Error;
 use crate::schema::{Field, Ty};
 use crate::wire::{Reader, Value};
@@ -17,6 +17,7 @@ pub(crate) struct ValueDe<'a, 'de> {
     pub(crate) field: &'static Field,
     pub(crate) value: Value<'de>,
     pub(crate) run: &'a mut Reader<'de>,
+    pub(crate) options: DecodeOptions,
 }
 
 impl<'de> ValueDe<'_, 'de> {
@@ -45,7 +46,7 @@ impl<'de> Deserializer<'de> for ValueDe<'_, 'de> {
         if let Ty::Map(value_ty) = &self.field.ty {
             return visitor.visit_map(MapEntries::new(self.field, value_ty, self.value, self.run));
         }
-        Single::new(&self.field.ty, self.value).deserialize_any(visitor)
+        Single::with_options(&self.field.ty, self.value, self.options).deserialize_any(visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -69,7 +70,8 @@ impl<'de> Deserializer<'de> for ValueDe<'_, 'de> {
         if self.is_run() {
             return self.deserialize_any(visitor);
         }
-        Single::new(&self.field.ty, self.value).deserialize_enum(name, variants, visitor)
+        Single::with_options(&self.field.ty, self.value, self.options)
+            .deserialize_enum(name, variants, visitor)
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value, Error> {
@@ -87,11 +89,18 @@ impl<'de> Deserializer<'de> for ValueDe<'_, 'de> {
 pub(crate) struct Single<'de> {
     ty: &'static Ty,
     value: Value<'de>,
+    options: DecodeOptions,
 }
 
 impl<'de> Single<'de> {
+    /// An element of a list or map (decoded with the default options).
     pub(crate) fn new(ty: &'static Ty, value: Value<'de>) -> Self {
-        Self { ty, value }
+        Self::with_options(ty, value, DecodeOptions::default())
+    }
+
+    /// A singular field's value, a message's fields decoded with `options`.
+    pub(crate) fn with_options(ty: &'static Ty, value: Value<'de>, options: DecodeOptions) -> Self {
+        Self { ty, value, options }
     }
 
     fn wrong(&self) -> Error {
@@ -114,7 +123,7 @@ impl<'de> Single<'de> {
                 Err(s) => visitor.visit_borrowed_str(s),
             },
             Ty::RawJson => special::raw_json(bytes, visitor),
-            Ty::Message(m) => visitor.visit_map(Fields::new(bytes, m, None)),
+            Ty::Message(m) => visitor.visit_map(Fields::new(bytes, m, None, self.options)),
             Ty::Array(elem) => visitor.visit_seq(ArrayItems::new(elem, bytes)),
             _ => Err(self.wrong()),
         }
