@@ -254,9 +254,11 @@ impl<K: KubeObject + DeserializeOwned> Api<K> {
         let uri = params
             .to_query(resource_version)?
             .with_path(&self.collection_path(self.namespace.as_deref())?);
-        self.client
+        let stream = self
+            .client
             .request_watch(self.read_request(&uri, false)?)
-            .await
+            .await?;
+        Ok(stream.strip_managed_fields(params.strip_managed_fields))
     }
 
     /// Gets an object by name.

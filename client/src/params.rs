@@ -46,6 +46,10 @@ pub struct ListParams {
     pub resource_version_match: Option<ResourceVersionMatch>,
     /// `timeoutSeconds`: a server-side limit on the request.
     pub timeout_seconds: Option<u32>,
+    /// Not sent: items of a protobuf answer are decoded without
+    /// `metadata.managedFields`, skipped unread (JSON items keep them; the
+    /// reflector strips those after decoding). Default `false`.
+    pub strip_managed_fields: bool,
 }
 
 impl ListParams {
@@ -137,6 +141,10 @@ pub struct WatchParams {
     pub send_initial_events: bool,
     /// `resourceVersionMatch`.
     pub resource_version_match: Option<ResourceVersionMatch>,
+    /// Not sent: objects of protobuf events are decoded without
+    /// `metadata.managedFields`, skipped unread (as
+    /// [`ListParams::strip_managed_fields`]). Default `false`.
+    pub strip_managed_fields: bool,
 }
 
 impl Default for WatchParams {
@@ -148,6 +156,7 @@ impl Default for WatchParams {
             allow_bookmarks: true,
             send_initial_events: false,
             resource_version_match: None,
+            strip_managed_fields: false,
         }
     }
 }

@@ -138,6 +138,7 @@ pub struct WatchStream<K> {
     decoder: Framing,
     source_done: bool,
     done: bool,
+    decode: kcontrol_proto::DecodeOptions,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -179,8 +180,19 @@ impl<K: DeserializeOwned> WatchStream<K> {
             decoder,
             source_done: false,
             done: false,
+            decode: kcontrol_proto::DecodeOptions::default(),
             _k: PhantomData,
         }
+    }
+
+    /// Decodes the objects of protobuf events without
+    /// `metadata.managedFields`, skipped unread
+    /// ([`WatchParams::strip_managed_fields`](crate::WatchParams::strip_managed_fields));
+    /// JSON events keep them.
+    #[must_use]
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.decode = self.decode.strip_managed_fields(on);
+        self
     }
 
     /// Ends the stream with `item` (an error or the last event).
@@ -205,7 +217,15 @@ pub fn decode_event<K: DeserializeOwned>(frame: &[u8]) -> Result<WatchEvent<K>, 
 
 /// Decodes one protobuf frame (a `meta/v1` WatchEvent) into an event.
 pub fn decode_protobuf_event<K: DeserializeOwned>(frame: &[u8]) -> Result<WatchEvent<K>, Error> {
-    crate::wire::decode_protobuf_event(frame).map_err(|source| Error::DecodeProtobuf {
+    decode_protobuf_event_with(frame, kcontrol_proto::DecodeOptions::default())
+}
+
+/// [`decode_protobuf_event`] with `options` for the event's object.
+fn decode_protobuf_event_with<K: DeserializeOwned>(
+    frame: &[u8],
+    options: kcontrol_proto::DecodeOptions,
+) -> Result<WatchEvent<K>, Error> {
+    crate::wire::decode_protobuf_event(frame, options).map_err(|source| Error::DecodeProtobuf {
         what: "watch event".to_owned(),
         source,
     })
@@ -249,7 +269,7 @@ impl<K: DeserializeOwned> WatchStream<K> {
             return None;
         };
         match decoder.next_frame() {
-            Ok(Some(frame)) => Some(Some(decode_protobuf_event(&frame))),
+            Ok(Some(frame)) => Some(Some(decode_protobuf_event_with(&frame, self.decode))),
             Err(kcontrol_proto::watch::FrameError::TooLarge { limit, .. }) => {
                 Some(Some(Err(Error::FrameTooLarge { limit })))
             }

@@ -219,20 +219,21 @@ impl From<&str> for EventType {
 /// envelope names.
 pub(crate) fn decode_protobuf_event<K: DeserializeOwned>(
     frame: &[u8],
+    options: kcontrol_proto::DecodeOptions,
 ) -> Result<WatchEvent<K>, kcontrol_proto::Error> {
-    use kcontrol_proto::from_object;
+    use kcontrol_proto::from_object_with;
     let event = kcontrol_proto::watch::event(frame)?;
     let object = event.object;
     Ok(match EventType::from(event.event_type) {
-        EventType::Added => WatchEvent::Added(from_object(object)?),
-        EventType::Modified => WatchEvent::Modified(from_object(object)?),
-        EventType::Deleted => WatchEvent::Deleted(from_object(object)?),
-        EventType::Bookmark => WatchEvent::Bookmark(from_object(object)?),
-        EventType::Error => WatchEvent::Error(from_object(object)?),
+        EventType::Added => WatchEvent::Added(from_object_with(object, options)?),
+        EventType::Modified => WatchEvent::Modified(from_object_with(object, options)?),
+        EventType::Deleted => WatchEvent::Deleted(from_object_with(object, options)?),
+        EventType::Bookmark => WatchEvent::Bookmark(from_object_with(object, options)?),
+        EventType::Error => WatchEvent::Error(from_object_with(object, options)?),
         EventType::Unknown(event_type) => WatchEvent::Unknown {
             event_type,
             // an object of a kind without a schema keeps no version
-            resource_version: from_object::<VersionOnly>(object)
+            resource_version: from_object_with::<VersionOnly>(object, options)
                 .ok()
                 .and_then(|v| v.metadata)
                 .and_then(|m| m.resource_version),

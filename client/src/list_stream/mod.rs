@@ -97,6 +97,7 @@ pub struct ListStream<K> {
     complete: bool,
     done: bool,
     deadline: Option<(Pin<Box<tokio::time::Sleep>>, Duration)>,
+    decode: kcontrol_proto::DecodeOptions,
 }
 
 impl<K> std::fmt::Debug for ListStream<K> {
@@ -131,11 +132,21 @@ impl<K> ListStream<K> {
             complete: false,
             done: false,
             deadline: None,
+            decode: kcontrol_proto::DecodeOptions::default(),
         }
     }
 
     fn named(mut self, what: String) -> Self {
         self.what = what;
+        self
+    }
+
+    /// Decodes the items of a protobuf answer without
+    /// `metadata.managedFields`, skipped unread
+    /// ([`ListParams::strip_managed_fields`]); JSON items keep them.
+    #[must_use]
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.decode = self.decode.strip_managed_fields(on);
         self
     }
 
@@ -411,6 +422,7 @@ impl<K: KubeObject + DeserializeOwned> Api<K> {
         let what = format!("list of {}", self.resource().plural);
         let stream = if protobuf {
             ListStream::new_protobuf(chunks, what, client.max_watch_frame_size())
+                .strip_managed_fields(params.strip_managed_fields)
         } else {
             ListStream::new(chunks, what, client.max_watch_frame_size())
         };

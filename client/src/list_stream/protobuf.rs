@@ -48,7 +48,8 @@ impl<K: DeserializeOwned> ListStream<K> {
                 kcontrol_proto::Error::custom("no list schema"),
             )
         })?;
-        kcontrol_proto::from_slice(bytes, schema).map_err(|e| self.protobuf_error(what, e))
+        kcontrol_proto::from_slice_with(bytes, schema, self.decode)
+            .map_err(|e| self.protobuf_error(what, e))
     }
 
     /// Records the end of a complete list.

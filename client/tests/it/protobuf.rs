@@ -331,3 +331,64 @@ async fn metadata_only_reads_ask_partial_object_metadata_in_protobuf() {
         "application/vnd.kubernetes.protobuf;stream=watch"
     );
 }
+
+/// `strip_managed_fields` in the params: protobuf lists and watch events
+/// decode without `metadata.managedFields` (skipped unread: nothing strips
+/// them after the decoder here), and without it they keep them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stripped_managed_fields_are_skipped_by_the_protobuf_decoder() {
+    let server = server().await;
+    let managed = |name: &str| {
+        let mut cm = configmap(name);
+        cm["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Update",
+            "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}]);
+        cm
+    };
+    server
+        .objects()
+        .create("configmaps", "default", managed("a"))
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client(&server, ContentType::Protobuf), "default");
+    let list = |strip: bool| {
+        let api = api.clone();
+        async move {
+            let params = ListParams {
+                strip_managed_fields: strip,
+                ..ListParams::default()
+            };
+            let mut stream = api.list_stream(&params).await.unwrap();
+            let mut items = Vec::new();
+            while let Some(item) = stream.try_next().await.unwrap() {
+                items.push(item);
+            }
+            let rv: String = stream.resource_version().unwrap().to_owned();
+            (items, rv)
+        }
+    };
+    let (kept, _) = list(false).await;
+    assert_eq!(
+        kept[0].metadata.managed_fields.as_ref().map(Vec::len),
+        Some(1)
+    );
+    let (stripped, rv) = list(true).await;
+    assert_eq!(last(&server, Verb::List).content_type, PROTOBUF);
+    assert_eq!(stripped[0].metadata.managed_fields, None);
+    assert_eq!(stripped[0].data, kept[0].data, "nothing else is skipped");
+
+    let params = WatchParams {
+        strip_managed_fields: true,
+        ..WatchParams::default().timeout(30)
+    };
+    let mut events = api.watch(&params, &rv).await.unwrap();
+    server
+        .objects()
+        .create("configmaps", "default", managed("b"))
+        .unwrap();
+    match next(&mut events).await {
+        WatchEvent::Added(cm) => {
+            assert_eq!(cm.metadata.name.as_deref(), Some("b"));
+            assert_eq!(cm.metadata.managed_fields, None);
+        }
+        other => panic!("not an ADDED event: {other:?}"),
+    }
+}
