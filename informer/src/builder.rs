@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_indexer::{transform::strip_managed_fields, IndexFunc, Indexers, KubeObject};
+use kcontrol_indexer::{IndexFunc, Indexers, KubeObject};
 use kcontrol_reflector::{
     BackoffConfig, ListerWatcher, ReflectorConfig, ReflectorError, ReflectorMetrics,
 };
@@ -121,15 +121,15 @@ impl<K: KubeObject> SharedIndexInformerBuilder<K> {
         self
     }
 
-    /// The ready-made transform that drops `metadata.managedFields`
-    /// ([`strip_managed_fields`]), often the largest part of an object's
-    /// metadata and rarely read by controllers.
+    /// Drops `metadata.managedFields`, often the largest part of an
+    /// object's metadata and rarely read by controllers
+    /// ([`ReflectorConfig::strip_managed_fields`]): protobuf answers are
+    /// decoded without them (skipped unread), JSON ones stripped after
+    /// decoding, before any [`transform`](Self::transform).
     #[must_use]
-    pub fn strip_managed_fields(self) -> Self {
-        self.transform(|mut obj: K| {
-            strip_managed_fields(&mut obj);
-            obj
-        })
+    pub fn strip_managed_fields(mut self) -> Self {
+        self.reflector.strip_managed_fields = true;
+        self
     }
 
     /// Sync through WatchList streaming (`sendInitialEvents`) where the

@@ -95,6 +95,10 @@ pub struct ReflectorConfig<K> {
     pub resync_period: Option<Duration>,
     /// Asked at each resync period; `None` always resyncs.
     pub should_resync: Option<ShouldResyncFn>,
+    /// Drop every object's `metadata.managedFields` (default `false`):
+    /// protobuf answers are decoded without them (skipped unread), JSON
+    /// ones are stripped after decoding, before the transform.
+    pub strip_managed_fields: bool,
     /// Applied to every object before it is queued.
     pub transform: Option<TransformFn<K>>,
     /// Called on every list and watch failure (they are also logged).
@@ -118,6 +122,7 @@ impl<K> Default for ReflectorConfig<K> {
             use_watch_list: false,
             resync_period: None,
             should_resync: None,
+            strip_managed_fields: false,
             transform: None,
             error_handler: None,
             metrics: None,
@@ -136,6 +141,7 @@ impl<K> Clone for ReflectorConfig<K> {
             use_watch_list: self.use_watch_list,
             resync_period: self.resync_period,
             should_resync: self.should_resync.clone(),
+            strip_managed_fields: self.strip_managed_fields,
             transform: self.transform.clone(),
             error_handler: self.error_handler.clone(),
             metrics: self.metrics.clone(),
@@ -154,6 +160,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("use_watch_list", &self.use_watch_list)
             .field("resync_period", &self.resync_period)
             .field("should_resync", &self.should_resync.is_some())
+            .field("strip_managed_fields", &self.strip_managed_fields)
             .field("transform", &self.transform.is_some())
             .field("error_handler", &self.error_handler.is_some())
             .field("metrics", &self.metrics.is_some())
@@ -202,6 +209,13 @@ impl<K> ReflectorConfig<K> {
     #[must_use]
     pub fn should_resync(mut self, f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
         self.should_resync = Some(Arc::new(f));
+        self
+    }
+
+    /// Sets [`strip_managed_fields`](Self::strip_managed_fields).
+    #[must_use]
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
         self
     }
 

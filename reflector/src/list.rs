@@ -86,7 +86,7 @@ where
             resource_version: Some(rv.to_owned()),
             resource_version_match: rv_match,
             limit: self.page_limit(rv),
-            ..ListParams::default()
+            ..self.base_list_params()
         };
         let mut replace = self.begin_relist()?;
         let mut items = 0u64;
@@ -113,7 +113,7 @@ where
                     params = ListParams {
                         resource_version: Some(rv),
                         resource_version_match: rv_match,
-                        ..ListParams::default()
+                        ..self.base_list_params()
                     };
                     items = 0;
                     fell_back = true;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcontrol_client::{Bookmark, ResourceVersionMatch};
+use kcontrol_client::{Bookmark, ListParams, ResourceVersionMatch, WatchParams};
 use kcontrol_deltafifo::DeltaFifo;
 use kcontrol_indexer::{
     ApiResource, DynamicObject, KubeObject, PARTIAL_METADATA_API_VERSION, PARTIAL_METADATA_KIND,
@@ -458,13 +458,33 @@ where
         }
     }
 
-    /// Checks an object's kind (RF7) and applies the transform.
-    pub(crate) fn prepare(&self, obj: K) -> Result<K, ReflectorError> {
+    /// Checks an object's kind (RF7), strips its managedFields if asked
+    /// (a protobuf answer came without them) and applies the transform.
+    pub(crate) fn prepare(&self, mut obj: K) -> Result<K, ReflectorError> {
         self.check_kind(&obj)?;
+        if self.config.strip_managed_fields {
+            obj.drop_managed_fields();
+        }
         Ok(match &self.config.transform {
             Some(transform) => transform(obj),
             None => obj,
         })
+    }
+
+    /// The parameters every list starts from: the decoding the config asks.
+    pub(crate) fn base_list_params(&self) -> ListParams {
+        ListParams {
+            strip_managed_fields: self.config.strip_managed_fields,
+            ..ListParams::default()
+        }
+    }
+
+    /// The parameters every watch starts from: the decoding the config asks.
+    pub(crate) fn base_watch_params(&self) -> WatchParams {
+        WatchParams {
+            strip_managed_fields: self.config.strip_managed_fields,
+            ..WatchParams::default()
+        }
     }
 
     /// Rejects a dynamic object that says it is of another kind than the

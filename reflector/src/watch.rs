@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kcontrol_client::{WatchEvent, WatchParams};
+use kcontrol_client::WatchEvent;
 use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -107,7 +107,7 @@ where
     /// Starts a watch from the last synced version (RF3).
     async fn start_watch(&self) -> Result<WatchEventStream<K>, ReflectorError> {
         let rv = self.last_sync_resource_version().unwrap_or_default();
-        let params = WatchParams::default().timeout(watch_timeout_seconds(
+        let params = self.base_watch_params().timeout(watch_timeout_seconds(
             self.config.min_watch_timeout,
             rand::random::<f64>(),
         ));

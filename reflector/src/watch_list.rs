@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use futures::StreamExt;
-use kcontrol_client::{Error as ClientError, WatchEvent, WatchParams};
+use kcontrol_client::{Error as ClientError, WatchEvent};
 use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 
@@ -66,7 +66,8 @@ where
                 newest.unwrap_or_default()
             }
         };
-        let params = WatchParams::default()
+        let params = self
+            .base_watch_params()
             .timeout(watch_timeout_seconds(
                 self.config.min_watch_timeout,
                 rand::random::<f64>(),

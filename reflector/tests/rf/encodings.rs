@@ -69,6 +69,50 @@ both_encodings! {
     rf6_watch_list_ends_at_the_bookmark => watch_list,
     rf4_error_event_410_relists => error_event,
     rf7_a_frame_that_does_not_decode_restarts_the_watch => corrupt_frame,
+    rf7_stripped_managed_fields_never_reach_the_store => stripped_managed_fields,
+}
+
+/// A ConfigMap whose metadata carries one managedFields entry.
+fn with_managed_fields(name: &str, value: &str) -> serde_json::Value {
+    let mut cm = configmap(name, value);
+    cm["metadata"]["managedFields"] = serde_json::json!([{
+        "manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:value": {}}}
+    }]);
+    cm
+}
+
+/// `strip_managed_fields`: listed and watched objects reach the store
+/// without managedFields in either encoding (protobuf skips them unread,
+/// JSON drops them after decoding), while the server's objects keep them.
+async fn stripped_managed_fields(encoding: ContentType) {
+    let server = server().await;
+    for i in 0..3 {
+        let cm = with_managed_fields(&format!("cm-{i}"), "v0");
+        server.objects().create("configmaps", NS, cm).unwrap();
+    }
+    let config = ReflectorConfig::default()
+        .backoff(fast_backoff())
+        .strip_managed_fields(true);
+    let h = harness(&server, encoding, config);
+    h.synced().await;
+    h.converge(&server).await;
+    let cm = with_managed_fields("cm-1", "later");
+    server.objects().update("configmaps", NS, cm).unwrap();
+    h.converge(&server).await;
+    let on_server = server.objects().list("configmaps", Some(NS)).unwrap();
+    for o in &on_server.items {
+        let managed = &o.value()["metadata"]["managedFields"];
+        assert!(managed.is_array(), "the server keeps them: {managed}");
+    }
+    let stored = h.store.list();
+    assert_eq!(stored.len(), 3);
+    for cm in &stored {
+        assert_eq!(cm.metadata.managed_fields, None, "{:?}", cm.metadata.name);
+    }
+    answered_in(&server, Verb::List, encoding);
+    answered_in(&server, Verb::Watch, encoding);
+    h.stop().await;
 }
 
 /// RF2, RF8: a paged list, then changes through the watch.
