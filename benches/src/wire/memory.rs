@@ -63,13 +63,15 @@ impl<K: KubeObject + DeserializeOwned> ListerWatcher<K> for CaptureListerWatcher
 
     fn list_stream<'a>(
         &'a self,
-        _params: &'a ListParams,
+        params: &'a ListParams,
     ) -> BoxFuture<'a, Result<ListStream<K>, Error>> {
         let (body, what) = (chunks(&self.list), "list of configmaps");
+        // the decoding the params ask, as `Api::list_stream` does
         let stream = match self.encoding {
             Encoding::Json => ListStream::new(body, what, DEFAULT_MAX_WATCH_FRAME_SIZE),
             Encoding::Protobuf => {
                 ListStream::new_protobuf(body, what, DEFAULT_MAX_WATCH_FRAME_SIZE)
+                    .strip_managed_fields(params.strip_managed_fields)
             }
         };
         async move { Ok(stream) }.boxed()
@@ -89,7 +91,8 @@ impl<K: KubeObject + DeserializeOwned> ListerWatcher<K> for CaptureListerWatcher
         let open = chunks(&body).chain(futures::stream::pending());
         let stream = match self.encoding {
             Encoding::Json => WatchStream::<K>::new(open, DEFAULT_MAX_WATCH_FRAME_SIZE),
-            Encoding::Protobuf => WatchStream::new_protobuf(open, DEFAULT_MAX_WATCH_FRAME_SIZE),
+            Encoding::Protobuf => WatchStream::new_protobuf(open, DEFAULT_MAX_WATCH_FRAME_SIZE)
+                .strip_managed_fields(params.strip_managed_fields),
         }
         .boxed();
         async move { Ok(stream) }.boxed()
