@@ -5,6 +5,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
+
 use kcontrol_indexer::{DeletedFinalStateUnknown, ObjectOrTombstone};
 
 use crate::delta::{Delta, Deltas};
@@ -24,7 +26,8 @@ pub(crate) struct Entry<K> {
 #[derive(Debug)]
 pub(crate) struct Queue<K> {
     order: VecDeque<Arc<str>>,
-    items: HashMap<Arc<str>, Entry<K>>,
+    /// Seeded foldhash, as the store's maps: keys come from the server.
+    items: HashMap<Arc<str>, Entry<K>, RandomState>,
     /// Entries flagged `initial`, queued or being processed.
     initial_pending: usize,
 }
@@ -33,7 +36,7 @@ impl<K> Default for Queue<K> {
     fn default() -> Self {
         Self {
             order: VecDeque::new(),
-            items: HashMap::new(),
+            items: HashMap::default(),
             initial_pending: 0,
         }
     }

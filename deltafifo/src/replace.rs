@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use foldhash::fast::RandomState;
 use kcontrol_indexer::{DeletedFinalStateUnknown, KubeObject, ObjectOrTombstone};
 
 use crate::delta::{Delta, DeltaType};
@@ -34,7 +35,7 @@ use crate::fifo::DeltaFifo;
 #[must_use = "a replace stream does nothing for vanished keys until finish is called"]
 pub struct ReplaceStream<'a, K: KubeObject> {
     fifo: &'a DeltaFifo<K>,
-    seen: HashSet<Arc<str>>,
+    seen: HashSet<Arc<str>, RandomState>,
     initial: bool,
     done: bool,
 }
@@ -92,7 +93,7 @@ impl<K: KubeObject> DeltaFifo<K> {
         st.initial_replace_active |= initial;
         Ok(ReplaceStream {
             fifo: self,
-            seen: HashSet::new(),
+            seen: HashSet::default(),
             initial,
             done: false,
         })
