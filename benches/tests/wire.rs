@@ -93,7 +93,12 @@ fn protobuf_lists_sync_every_object_into_the_compact_and_metadata_caches() {
     let rows = protobuf_rows(
         "kcontrol-bench wire (protobuf lists)",
         &dir,
-        &["--mode", "list", "--cached-type", "CompactConfigMap,metadata"],
+        &[
+            "--mode",
+            "list",
+            "--cached-type",
+            "CompactConfigMap,metadata",
+        ],
     );
     let cached: BTreeSet<&str> = rows
         .iter()
