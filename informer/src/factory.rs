@@ -374,7 +374,9 @@ impl InformerFactoryBuilder {
         self
     }
 
-    /// Drop `metadata.managedFields` from every object before storing it.
+    /// Drop `metadata.managedFields` from every object before storing it:
+    /// the informers' `strip_managed_fields`, so protobuf answers are
+    /// decoded without them (skipped unread).
     #[must_use]
     pub fn strip_managed_fields(mut self, on: bool) -> Self {
         self.strip_managed_fields = on;
