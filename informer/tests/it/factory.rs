@@ -295,3 +295,45 @@ async fn a_metadata_informer_lists_and_watches_metadata_only() {
 async fn a_metadata_informer_syncs_through_watch_list_too() {
     metadata_informer_follows_the_server(true).await;
 }
+
+/// CT9's "managedFields stripped": the factory's `strip_managed_fields`
+/// reaches each informer it builds (PB6: the client asks protobuf, so the
+/// decoder skips them), and a transform given for one type replaces it for
+/// that type only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_factory_strips_managed_fields_unless_a_transform_replaces_it() {
+    let server = server().await;
+    let managed = json!([{"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+    let mut cm = cm("a", "0");
+    cm["metadata"]["managedFields"] = managed.clone();
+    server
+        .objects()
+        .create("configmaps", "default", cm)
+        .unwrap();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default", "managedFields": managed}});
+    server
+        .objects()
+        .create("secrets", "default", secret)
+        .unwrap();
+    let factory = InformerFactory::builder(client(&server))
+        .namespace("default")
+        .strip_managed_fields(true)
+        .transform(|s: Secret| s)
+        .build();
+    let configmaps = factory.informer::<ConfigMap>();
+    let secrets = factory.informer::<Secret>();
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown).unwrap();
+    bounded(factory.wait_for_cache_sync(&shutdown, None))
+        .await
+        .unwrap();
+    let stored = configmaps.lister().get("default", "a").unwrap();
+    assert_eq!(stored.metadata.managed_fields, None);
+    let kept = secrets.lister().get("default", "s").unwrap();
+    // (the server adds an entry of its own: at least the one created)
+    let entries = kept.metadata.managed_fields.as_ref().map_or(0, Vec::len);
+    assert!(entries >= 1, "the transform keeps them: {entries}");
+    bounded(factory.shutdown()).await;
+}
