@@ -10,8 +10,12 @@
 //! - kcontrol never waits less than the server asked for: the backoff
 //!   step, growing, is the wait, and the server's wait its floor
 //!   (client-go's reflector ignores it there);
-//! - after an outage (the server unreachable, or asking for waits), the
-//!   relist that a 410 calls for waits a random part of the backoff,
+//! - after an outage, a 410 that came less than [`SETTLE`] after the
+//!   server last refused a connection is first confirmed: the same watch is
+//!   sent again a second (with jitter) later, and only a second answer
+//!   relists — a server that falls over again within a second of its
+//!   return costs no LIST;
+//! - the relist that the confirmed 410 calls for waits a random part of the backoff,
 //!   `[0, backoff × jitter)`, instead of the backoff plus that random
 //!   part: the same spread as client-go's, so returning clients come back
 //!   no denser than client-go's, without the grown backoff in front;
@@ -34,6 +38,14 @@ use crate::config::BackoffConfig;
 /// (client-go's REST client: `maxRetries` 10).
 pub(crate) const SERVER_ASKED_IN_A_ROW: u32 = 10;
 
+/// How long a server back from being unreachable must have been answering
+/// (anything, a 503 too) before the relist a 410 calls for (RF5): a 410
+/// sooner than that is confirmed by the same watch sent this long (plus
+/// jitter, up to as much again) after it. The same second that makes a
+/// watch ending sooner without events a failure (RF4): a success shorter
+/// than that does not count.
+pub(crate) const SETTLE: Duration = Duration::from_secs(1);
+
 /// Whose pacing rules a reflector follows.
 ///
 /// ```
@@ -52,7 +64,8 @@ pub enum PacingPreset {
     /// request retries, a server-asked wait a floor under the growing
     /// backoff, a watch whose start is answered 5xx with `Retry-After`
     /// watched again instead of relisted, and the relist after an outage's
-    /// 410 spread over the backoff instead of waiting it.
+    /// 410, once a second answer confirms the server stayed up, spread over
+    /// the backoff instead of waiting it.
     #[default]
     Kcontrol,
     /// client-go's rules, exactly (`tools/cache/reflector.go` with
@@ -153,6 +166,12 @@ pub(crate) struct Pacing {
     outage: bool,
     /// The backoff period of the last spread relist: one per period.
     spread_period: Option<u64>,
+    /// The server refused a connection (or broke one before answering)
+    /// and has not answered since.
+    refused: bool,
+    /// When the server first answered after it last refused: unset while
+    /// it refuses, and when it never did.
+    answering_since: Option<Instant>,
 }
 
 impl Pacing {
@@ -162,6 +181,8 @@ impl Pacing {
             backoff: Backoff::new(config),
             outage: false,
             spread_period: None,
+            refused: false,
+            answering_since: None,
         }
     }
 
@@ -185,10 +206,12 @@ impl Pacing {
         match (self.preset, failure) {
             (_, Failure::Unreachable) => {
                 self.outage = true;
+                self.refused = true;
+                self.answering_since = None;
                 self.backoff.next_delay_with(now, r)
             }
             (PacingPreset::Kcontrol, Failure::ServerAsked(asked)) => {
-                self.outage = true;
+                self.answered(now);
                 self.backoff.next_delay_with(now, r).max(asked)
             }
             (PacingPreset::Kcontrol, Failure::Expired) if self.spreads_at(now) => {
@@ -198,6 +221,35 @@ impl Pacing {
             }
             _ => self.backoff.next_delay_with(now, r),
         }
+    }
+
+    /// Before the relist a watch's `failure` calls for: the wait after
+    /// which the same watch is sent again to confirm the server stayed up,
+    /// when it is a 410 after an outage (kcontrol's rules) not yet
+    /// confirmed. `None`: relist ([`after_failure`](Self::after_failure)
+    /// says when).
+    pub(crate) fn confirm_before_relist(&mut self, failure: Failure) -> Option<Duration> {
+        self.confirm_with(failure, Instant::now(), rand::random::<f64>())
+    }
+
+    /// [`confirm_before_relist`](Self::confirm_before_relist) at `now`,
+    /// `r` in `[0, 1)` choosing the jitter: [`SETTLE`] `× (1 + jitter ×
+    /// r)` when the server has answered for less than [`SETTLE`].
+    pub(crate) fn confirm_with(
+        &mut self,
+        failure: Failure,
+        now: Instant,
+        r: f64,
+    ) -> Option<Duration> {
+        if self.preset != PacingPreset::Kcontrol || failure != Failure::Expired || !self.outage {
+            return None;
+        }
+        self.answered_at(now);
+        let since = self.answering_since?;
+        if now.saturating_duration_since(since) >= SETTLE {
+            return None;
+        }
+        Some(SETTLE.saturating_add(spread(SETTLE, self.backoff.config.jitter, r)))
     }
 
     /// Whether a 410 at `now` relists after a spread rather than a full
@@ -211,7 +263,22 @@ impl Pacing {
     /// A request was answered with a wait to honour before sending it
     /// again (retried at the request level): the server is struggling.
     pub(crate) fn server_asked(&mut self) {
+        self.answered(Instant::now());
+    }
+
+    /// The server answered at `now`, asking for a wait: an outage, though
+    /// it is reachable.
+    fn answered(&mut self, now: Instant) {
         self.outage = true;
+        self.answered_at(now);
+    }
+
+    /// The server answered at `now`: its first answer after refusing
+    /// starts the time it has been answering.
+    fn answered_at(&mut self, now: Instant) {
+        if std::mem::take(&mut self.refused) {
+            self.answering_since = Some(now);
+        }
     }
 
     /// A watch delivered an event: whatever outage there was is over.

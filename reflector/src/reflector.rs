@@ -401,6 +401,15 @@ where
         delay
     }
 
+    /// The wait before a watch that confirms `error` (a 410 after an
+    /// outage) with a second answer, instead of relisting now (RF5).
+    pub(crate) fn confirm_before_relist(&self, error: &ReflectorError) -> Option<Duration> {
+        let wait = self.pacing.lock().confirm_before_relist(error.pacing())?;
+        self.metrics.backoff(wait);
+        tracing::debug!(reflector = %self.config.name, ?wait, "410 after an outage: confirming before the relist");
+        Some(wait)
+    }
+
     /// Reports a list about to start: a relist (with its cause) after the
     /// first sync.
     pub(crate) fn list_starting(&self) {

@@ -84,7 +84,16 @@ where
         self.watch_ended_by(error.restart_cause());
         let preset = self.pacing.lock().preset();
         match error.watch_recovery(preset) {
-            Recovery::Relist => return Err(error),
+            Recovery::Relist => {
+                // RF5: a 410 after an outage is confirmed by the same watch
+                // a second later before it costs the server a LIST
+                let Some(wait) = self.confirm_before_relist(&error) else {
+                    return Err(error);
+                };
+                self.note_retry(&error);
+                tokio::time::sleep(wait).await;
+                return Ok(());
+            }
             Recovery::Rewatch => {}
             Recovery::RewatchUnlessRepeated => {
                 *bad_in_a_row += 1;

@@ -201,6 +201,77 @@ fn rf5_a_flapping_server_gets_one_spread_relist_per_backoff_period() {
 }
 
 #[test]
+fn rf5_a_410_right_after_refusals_is_confirmed_before_the_relist() {
+    let mut p = Pacing::new(PacingPreset::Kcontrol, config());
+    let t = Instant::now();
+    let at = |ms: u64| t + Duration::from_millis(ms);
+    // no outage: a 410 relists (after the wait `after_failure` gives)
+    assert_eq!(p.confirm_with(Failure::Expired, t, 0.0), None);
+    p.after_failure_with(Failure::Unreachable, t, 0.0);
+    assert_eq!(p.confirm_with(Failure::Unreachable, t, 0.0), None);
+    // the server's first answer after refusing is a 410: the same watch
+    // again a second later, jittered up to two
+    assert_eq!(
+        p.confirm_with(Failure::Expired, at(100), 0.5).map(ms),
+        Some(1500)
+    );
+    // a second 410 sooner than a second after the first: again
+    assert!(p.confirm_with(Failure::Expired, at(900), 0.0).is_some());
+    // a second after the first answer: relist, spread over the backoff
+    assert_eq!(p.confirm_with(Failure::Expired, at(1100), 0.0), None);
+    assert_eq!(ms(p.after_failure_with(Failure::Expired, at(1100), 0.0)), 0);
+    // the relist ended the outage: the next 410 is not confirmed
+    assert_eq!(p.confirm_with(Failure::Expired, at(1200), 0.0), None);
+}
+
+#[test]
+fn rf5_a_server_answering_for_a_second_before_its_410_is_not_confirmed() {
+    // a restart: refused, then 503s and 429s (waits asked, answered) for
+    // more than a second, then the 410
+    let mut p = Pacing::new(PacingPreset::Kcontrol, config());
+    let t = Instant::now();
+    p.after_failure_with(Failure::Unreachable, t, 0.0);
+    p.after_failure_with(Failure::ServerAsked(Duration::from_secs(1)), t, 0.0);
+    let later = t + Duration::from_secs(3);
+    assert_eq!(p.confirm_with(Failure::Expired, later, 0.0), None);
+    // waits asked without a refusal: the server never went away
+    let mut q = Pacing::new(PacingPreset::Kcontrol, config());
+    q.server_asked();
+    assert_eq!(q.confirm_with(Failure::Expired, Instant::now(), 0.0), None);
+}
+
+#[test]
+fn rf5_a_confirmation_refused_is_asked_again_at_the_next_410() {
+    let mut p = Pacing::new(PacingPreset::Kcontrol, config());
+    let t = Instant::now();
+    p.after_failure_with(Failure::Unreachable, t, 0.0);
+    assert!(p.confirm_with(Failure::Expired, t, 0.0).is_some());
+    // the confirming watch refused: the server fell over again, and the
+    // backoff goes on growing
+    let next = t + Duration::from_secs(1);
+    assert_eq!(
+        ms(p.after_failure_with(Failure::Unreachable, next, 0.0)),
+        1600
+    );
+    let back = t + Duration::from_secs(3);
+    assert_eq!(
+        p.confirm_with(Failure::Expired, back, 0.0).map(ms),
+        Some(1000)
+    );
+    // a watch delivering events ends the outage: nothing to confirm
+    p.progressed();
+    assert_eq!(p.confirm_with(Failure::Expired, back, 0.0), None);
+}
+
+#[test]
+fn client_go_preset_relists_after_a_410_without_confirming() {
+    let mut p = Pacing::new(PacingPreset::ClientGo, config());
+    let t = Instant::now();
+    p.after_failure_with(Failure::Unreachable, t, 0.0);
+    assert_eq!(p.confirm_with(Failure::Expired, t, 0.0), None);
+}
+
+#[test]
 fn rf3_watch_timeouts_lie_in_min_to_twice_min() {
     let five = Duration::from_secs(300);
     assert_eq!(watch_timeout_seconds(five, 0.0), 300);

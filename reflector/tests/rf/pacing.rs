@@ -179,6 +179,50 @@ async fn rf5_a_flapping_server_does_not_get_the_reflector_back_at_the_initial_ba
     h.stop().await;
 }
 
+/// The LISTs the server answered.
+fn lists_answered(server: &TestServer) -> usize {
+    requests(server, Verb::List)
+        .iter()
+        .filter(|r| r.status == 200)
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rf5_a_server_that_falls_over_within_a_second_of_its_return_gets_no_list() {
+    // issue 26: a server up for half a second between restarts. A 410 that
+    // is the server's first answer after refusals is confirmed by the same
+    // watch a second later (no jitter here), which finds it down again: no
+    // LIST until it stays up. With the backoff from 120 ms, the fifth
+    // attempt after the cut (about 1.8 s) meets the first up window, where
+    // a relist at once (the old rule) got a LIST answered.
+    let server = server().await;
+    seed(&server, 3);
+    let h = Harness::for_url(
+        server.url(),
+        ReflectorConfig::default().backoff(exact(Duration::from_millis(120))),
+    );
+    h.synced().await;
+    h.converge(&server).await;
+    wait_watch_delivered(&server, &h).await;
+    let before = lists_answered(&server);
+    server
+        .faults()
+        .flap(Flapping {
+            down: Duration::from_millis(1600),
+            up: Duration::from_millis(500),
+            times: 3,
+        })
+        .await;
+    update(&server, "cm-0", "after the flapping");
+    h.converge(&server).await;
+    assert_eq!(
+        lists_answered(&server) - before,
+        1,
+        "one relist, once the server stayed up"
+    );
+    h.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rf6_a_watch_list_answered_429_is_tried_again_after_the_wait_not_listed() {
     // issue 26, scenario 3: WatchList requests answered 429 (Retry-After:
