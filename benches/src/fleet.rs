@@ -11,9 +11,10 @@
 //! run one after the other. A fleet is N reflectors (default 200) over
 //! the same 100 fixture ConfigMaps, each with its own client (and so its
 //! own connection) and `User-Agent`, each popped into a store as an
-//! informer would. Once every store is in sync and every watch open, the
-//! limit (if any) is set and the fault played ([`schedule`]); when the
-//! server is healthy again one object is changed.
+//! informer would. Once every store is in sync, every watch open and has
+//! delivered an event (a change every store has seen), the limit (if any)
+//! is set and the fault played ([`schedule`]); when the server is healthy
+//! again one object is changed.
 //!
 //! Row fields:
 //! - `requests_per_client_per_sec_failing`: requests the members sent
@@ -130,13 +131,25 @@ async fn fleet(
         ));
     }
     wait_watching(&server, clients).await?;
+    // every watch delivers an event before the fault: a watch cut before
+    // any event within its first second counts as failed (client-go's
+    // "very short watch") and relists, which would make every fault start
+    // with a relist of the whole fleet
+    change(&server, "seen by every watch before the fault")?;
+    let want = state(&server)?;
+    if in_sync_within(&members, &want).await.is_none() {
+        return Err(format!(
+            "{} fleet of {clients}: an event not delivered",
+            pacing_name(pacing)
+        ));
+    }
     if limited {
         server.faults().limit_in_flight(Some(LIMIT));
     }
     server.clear_request_log();
     let start = Instant::now();
     let healthy = fault.play(server.faults()).await;
-    change(&server)?;
+    change(&server, "changed once the server was healthy again")?;
     let want = state(&server)?;
     let recovery = in_sync_within(&members, &want).await;
     let requests = members.iter().map(|m| m.sent_between(start, healthy)).sum();
@@ -182,11 +195,11 @@ fn load(server: &TestServer) -> Result<(), String> {
     Ok(())
 }
 
-/// Changes one object (once the server is healthy: the stores must catch
-/// up with it).
-fn change(server: &TestServer) -> Result<(), String> {
+/// Sets one object's value to `value` (once the server is healthy: the
+/// stores must catch up with it).
+fn change(server: &TestServer, value: &str) -> Result<(), String> {
     let mut changed = fixtures::configmap_value(0, 0);
-    changed["data"]["alpha"] = Value::from("changed once the server was healthy again");
+    changed["data"]["alpha"] = Value::from(value);
     if let Some(meta) = changed["metadata"].as_object_mut() {
         meta.remove("resourceVersion");
     }
