@@ -177,13 +177,16 @@ impl Sharder {
             leases,
             tracker,
             stop,
+            started: Instant::now(),
         })
     }
 
     /// Runs until `stop` over `members`: waits for the ring's Leases to be
-    /// listed (a member not yet seen must not count as dead) and one retry
-    /// period (replicas started together join), then evaluates every
-    /// object at each change of it and of the live members.
+    /// listed (a member not yet seen must not count as dead) and until
+    /// `members` has watched for one retry period (replicas started
+    /// together join; a sharder taking over from a dead one, its replica
+    /// long up, starts at once), then evaluates every object at each
+    /// change of it and of the live members.
     ///
     /// # Errors
     /// [`ShardingError::Sharder`] when the informers cannot start.
@@ -198,12 +201,13 @@ impl Sharder {
         {
             return Ok(());
         }
-        // replicas started together join within a retry period: wait one
-        // before the first assignment, so that they share it instead of
-        // the first member taking everything and draining it again
+        // replicas started together join within a retry period: wait until
+        // the members have been watched for one before the first
+        // assignment, so that they share it instead of the first member
+        // taking everything and draining it again
         tokio::select! {
             () = stop.cancelled() => return Ok(()),
-            () = tokio::time::sleep(self.config.retry_period) => {}
+            () = tokio::time::sleep_until(members.started + self.config.retry_period) => {}
         }
         members.tracker.refresh();
         let live = members.tracker.live.subscribe();
@@ -258,6 +262,8 @@ pub struct MemberWatch {
     leases: Arc<kcontrol_informer::SharedIndexInformer<Lease>>,
     tracker: Arc<Tracker>,
     stop: CancellationToken,
+    /// When the watch started.
+    started: Instant,
 }
 
 impl std::fmt::Debug for MemberWatch {
