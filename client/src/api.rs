@@ -10,7 +10,8 @@ use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{Method, Request};
 use kcontrol_indexer::{
-    ApiResource, DynamicObject, KubeObject, KubeResource, PartialObjectMetadata,
+    compact::CompactPartialObjectMetadata, ApiResource, DynamicObject, KubeObject, KubeResource,
+    PartialObjectMetadata,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -86,6 +87,17 @@ impl<K: KubeResource> Api<K> {
     /// client's [`ContentType`](crate::ContentType) is JSON), so specs and
     /// data never cross the wire nor get decoded. Writes are not metadata-only.
     pub fn metadata(self) -> Api<PartialObjectMetadata<K>> {
+        self.metadata_as()
+    }
+
+    /// [`metadata`](Self::metadata), decoded into
+    /// [`CompactPartialObjectMetadata`]: the same requests, a smaller cache.
+    pub fn compact_metadata(self) -> Api<CompactPartialObjectMetadata<K>> {
+        self.metadata_as()
+    }
+
+    /// The same objects, metadata only, decoded as `M`.
+    fn metadata_as<M>(self) -> Api<M> {
         Api {
             client: self.client,
             resource: self.resource,

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use kcontrol_client::{Api, Client};
 use kcontrol_indexer::{
-    ApiResource, DynamicObject, KubeObject, KubeResource, PartialObjectMetadata, TypedResource,
+    compact::CompactPartialObjectMetadata, ApiResource, DynamicObject, KubeObject, KubeResource,
+    PartialObjectMetadata, TypedResource,
 };
 use kcontrol_reflector::{BackoffConfig, ListWatch, ListerWatcher};
 use parking_lot::Mutex;
@@ -573,6 +574,32 @@ impl InformerFactory {
                 _ => Api::<K>::all(client),
             }
             .metadata()
+        })
+    }
+
+    /// The shared metadata-only informer of `K` with a compact cache: as
+    /// [`metadata_informer`](Self::metadata_informer) (the same requests),
+    /// holding [`CompactPartialObjectMetadata<K>`] (interned labels, no
+    /// k8s-openapi `ObjectMeta`): for caches of many objects' metadata.
+    pub fn compact_metadata_informer<K: KubeResource>(
+        &self,
+    ) -> Arc<SharedIndexInformer<CompactPartialObjectMetadata<K>>> {
+        self.scoped_compact_metadata_informer::<K>(self.scope.clone())
+    }
+
+    /// [`compact_metadata_informer`](Self::compact_metadata_informer) in
+    /// another scope.
+    pub fn scoped_compact_metadata_informer<K: KubeResource>(
+        &self,
+        scope: InformerScope,
+    ) -> Arc<SharedIndexInformer<CompactPartialObjectMetadata<K>>> {
+        let resource = K::api_resource();
+        self.get_or_create(&resource, scope, true, |client, ns| {
+            match ns {
+                Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
+                _ => Api::<K>::all(client),
+            }
+            .compact_metadata()
         })
     }
 

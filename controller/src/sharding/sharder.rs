@@ -11,9 +11,9 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcontrol_client::{Api, Client, Patch, PatchParams};
+use kcontrol_indexer::compact::{CompactMeta, CompactPartialObjectMetadata as Meta};
 use kcontrol_indexer::{
-    split_meta_namespace_key, DynamicObject, KubeObject, PartialObjectMetadata, StringMap,
-    ThreadSafeStore, TypedResource,
+    split_meta_namespace_key, DynamicObject, KubeObject, StringMap, ThreadSafeStore, TypedResource,
 };
 use kcontrol_informer::{
     wait_for_cache_sync, InformerFactory, InformerFactoryBuilder, InformerScope,
@@ -107,7 +107,6 @@ impl Sharder {
     pub fn shard<K>(mut self) -> Self
     where
         K: TypedResource,
-        PartialObjectMetadata<K>: TypedResource,
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| Ok(run_primary::<K>(ctx))));
@@ -121,8 +120,6 @@ impl Sharder {
     where
         K: TypedResource,
         C: TypedResource,
-        PartialObjectMetadata<K>: TypedResource,
-        PartialObjectMetadata<C>: TypedResource,
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| run_owned::<K, C>(ctx)));
@@ -407,49 +404,51 @@ async fn requeue_on_ring_change<K: KubeObject>(
 fn trim<K>(builder: InformerFactoryBuilder, config: &ShardingConfig) -> InformerFactoryBuilder
 where
     K: TypedResource,
-    PartialObjectMetadata<K>: TypedResource,
 {
     let (shard, drain) = (config.shard_label(), config.drain_label());
-    builder.transform(move |o: PartialObjectMetadata<K>| trimmed(o, &shard, &drain))
+    builder.transform(move |o: Meta<K>| trimmed(o, &shard, &drain))
 }
 
 /// What the sharder keeps of an object's metadata: its key, its
 /// `resourceVersion` (every write is guarded by it), the ring's shard and
 /// drain labels and its controller reference (owned objects follow their
-/// owner). The sharder replica caches every object of every sharded kind;
-/// the rest of the metadata (other labels, annotations, finalizers, UID,
-/// timestamps) would only make that replica larger than the others.
-fn trimmed<K>(o: PartialObjectMetadata<K>, shard: &str, drain: &str) -> PartialObjectMetadata<K> {
-    let m = o.metadata;
+/// owner), as a [`CompactMeta`]. The sharder replica caches every object of
+/// every sharded kind; the rest of the metadata (other labels,
+/// annotations, finalizers, UID, timestamps) and k8s-openapi's `ObjectMeta`
+/// (a `BTreeMap` node per label map) would only make that replica larger
+/// than the others.
+fn trimmed<K>(o: Meta<K>, shard: &str, drain: &str) -> Meta<K> {
+    let m = &o.metadata;
     let labels: std::collections::BTreeMap<String, String> = m
         .labels
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(k, _)| k == shard || k == drain)
+        .iter()
+        .filter(|(k, _)| *k == shard || *k == drain)
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
     let owners: Vec<_> = m
-        .owner_references
-        .unwrap_or_default()
-        .into_iter()
+        .owner_references()
+        .iter()
         .filter(|r| r.controller == Some(true))
+        .cloned()
         .collect();
-    PartialObjectMetadata::new(ObjectMeta {
-        name: m.name,
-        namespace: m.namespace,
-        resource_version: m.resource_version,
+    Meta::new(CompactMeta::from(ObjectMeta {
+        name: m.name().map(str::to_owned),
+        namespace: m.namespace().map(str::to_owned),
+        resource_version: m.resource_version().map(str::to_owned),
         labels: (!labels.is_empty()).then_some(labels),
         owner_references: (!owners.is_empty()).then_some(owners),
         ..ObjectMeta::default()
-    })
+    }))
 }
 
 /// The sharder's loop for a sharded kind `K`.
 fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
 where
     K: TypedResource,
-    PartialObjectMetadata<K>: TypedResource,
 {
-    let informer = ctx.factory.scoped_metadata_informer::<K>(ctx.scope.clone());
+    let informer = ctx
+        .factory
+        .scoped_compact_metadata_informer::<K>(ctx.scope.clone());
     let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
     let registered = informer.add_event_handler(EnqueueHandler::for_object(queue.clone()));
     let store = informer.store();
@@ -513,17 +512,16 @@ where
 /// Indexes the children by their owner's key (`OWNER_INDEX`), once: a
 /// second kind owned by the same `K` shares the index.
 fn add_owner_index<C>(
-    children: &SharedIndexInformer<PartialObjectMetadata<C>>,
-    owner_key: impl Fn(&PartialObjectMetadata<C>) -> Option<String> + Send + Sync + 'static,
+    children: &SharedIndexInformer<Meta<C>>,
+    owner_key: impl Fn(&Meta<C>) -> Option<String> + Send + Sync + 'static,
 ) -> Result<(), ShardingError>
 where
     C: TypedResource,
-    PartialObjectMetadata<C>: TypedResource,
 {
     let mut indexers = kcontrol_indexer::Indexers::new();
     indexers.insert(
         OWNER_INDEX.to_owned(),
-        Arc::new(move |c: &PartialObjectMetadata<C>| owner_key(c).into_iter().collect()),
+        Arc::new(move |c: &Meta<C>| owner_key(c).into_iter().collect()),
     );
     if !children
         .store()
@@ -541,16 +539,14 @@ where
 /// Queues an owner's children when the owner appears or its shard label
 /// changes, so that they follow it.
 fn follow_owners<K, C>(
-    owners: &SharedIndexInformer<PartialObjectMetadata<K>>,
+    owners: &SharedIndexInformer<Meta<K>>,
     queue: &RateLimitingQueue<String>,
-    child_store: &Arc<ThreadSafeStore<PartialObjectMetadata<C>>>,
+    child_store: &Arc<ThreadSafeStore<Meta<C>>>,
     shard_label: &str,
 ) -> Result<(), kcontrol_informer::InformerError>
 where
     K: TypedResource,
     C: TypedResource,
-    PartialObjectMetadata<K>: TypedResource,
-    PartialObjectMetadata<C>: TypedResource,
 {
     let follow = {
         let (queue, store, label) = (
@@ -558,7 +554,7 @@ where
             Arc::clone(child_store),
             shard_label.to_owned(),
         );
-        move |old: Option<&PartialObjectMetadata<K>>, new: &PartialObjectMetadata<K>| {
+        move |old: Option<&Meta<K>>, new: &Meta<K>| {
             let before = old.and_then(|o| o.labels().value_of(&label).map(str::to_owned));
             if before.as_deref() == new.labels().value_of(&label) && old.is_some() {
                 return;
@@ -576,7 +572,7 @@ where
     owners
         .add_event_handler(
             ResourceEventHandlerFuncs::new()
-                .add_func(move |o: &Arc<PartialObjectMetadata<K>>, _| follow(None, o))
+                .add_func(move |o: &Arc<Meta<K>>, _| follow(None, o))
                 .update_func(move |old, new| follow_update(Some(old.as_ref()), new)),
         )
         .map(|_| ())
@@ -587,14 +583,16 @@ fn run_owned<K, C>(ctx: &Context) -> Result<BoxFuture<'static, ()>, ShardingErro
 where
     K: TypedResource,
     C: TypedResource,
-    PartialObjectMetadata<K>: TypedResource,
-    PartialObjectMetadata<C>: TypedResource,
 {
-    let owners = ctx.factory.scoped_metadata_informer::<K>(ctx.scope.clone());
-    let children = ctx.factory.scoped_metadata_informer::<C>(ctx.scope.clone());
+    let owners = ctx
+        .factory
+        .scoped_compact_metadata_informer::<K>(ctx.scope.clone());
+    let children = ctx
+        .factory
+        .scoped_compact_metadata_informer::<C>(ctx.scope.clone());
     let owner_resource = K::api_resource();
     let owner_kind = owner_resource.kind.clone();
-    let owner_key = move |child: &PartialObjectMetadata<C>| -> Option<String> {
+    let owner_key = move |child: &Meta<C>| -> Option<String> {
         let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
         Some(match child.namespace() {
             Some(ns) => format!("{ns}/{}", owner.name),
@@ -671,7 +669,7 @@ mod tests {
             ("drain.kcontrol.dev/r", "true"),
             ("shard.kcontrol.dev/other", "b"),
         ];
-        let o = PartialObjectMetadata::<ConfigMap>::new(ObjectMeta {
+        let o = Meta::<ConfigMap>::new(CompactMeta::from(ObjectMeta {
             name: Some("x".into()),
             namespace: Some("ns".into()),
             resource_version: Some("7".into()),
@@ -687,8 +685,10 @@ mod tests {
             ),
             owner_references: Some(vec![owner("p", None), owner("q", Some(true))]),
             ..ObjectMeta::default()
-        });
-        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r").metadata;
+        }));
+        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r")
+            .metadata
+            .to_object_meta();
         let kept: Vec<_> = t.labels.clone().unwrap().into_iter().collect();
         assert_eq!(
             kept,
@@ -715,13 +715,15 @@ mod tests {
 
     #[test]
     fn an_object_without_ring_labels_or_owner_keeps_none() {
-        let o = PartialObjectMetadata::<ConfigMap>::new(ObjectMeta {
+        let o = Meta::<ConfigMap>::new(CompactMeta::from(ObjectMeta {
             name: Some("x".into()),
             labels: Some([("app".to_owned(), "web".to_owned())].into()),
             owner_references: Some(vec![owner("p", Some(false))]),
             ..ObjectMeta::default()
-        });
-        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r").metadata;
+        }));
+        let t = trimmed(o, "shard.kcontrol.dev/r", "drain.kcontrol.dev/r")
+            .metadata
+            .to_object_meta();
         assert_eq!((t.labels, t.owner_references), (None, None));
     }
 }

@@ -1,7 +1,8 @@
 //! Compact, read-only objects for lean caches: [`CompactMeta`] (the
 //! metadata controllers read), [`CompactMap`] (labels, annotations, data
 //! in one boxed slice with interned keys and short values),
-//! [`CompactConfigMap`], and [`lean_resource!`](crate::lean_resource) to
+//! [`CompactConfigMap`], [`CompactPartialObjectMetadata`] (metadata-only
+//! caches), and [`lean_resource!`](crate::lean_resource) to
 //! define a lean type of any built-in kind with only the fields a
 //! controller reads.
 //!
@@ -20,9 +21,11 @@
 mod intern;
 mod map;
 mod meta;
+mod partial;
 
 pub use map::CompactMap;
 pub use meta::CompactMeta;
+pub use partial::CompactPartialObjectMetadata;
 
 /// Defines a lean type of a resource: a struct with a [`CompactMeta`]
 /// `metadata` and only the top-level fields listed (each decoded

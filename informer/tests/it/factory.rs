@@ -296,6 +296,68 @@ async fn a_metadata_informer_syncs_through_watch_list_too() {
     metadata_informer_follows_the_server(true).await;
 }
 
+/// A compact metadata informer holds what the metadata informer holds
+/// (through the same protobuf `PartialObjectMetadataList`), as
+/// `CompactMeta`, and follows changes: an informer of its own beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compact_metadata_informer_holds_what_the_metadata_informer_holds() {
+    use kcontrol_indexer::compact::CompactPartialObjectMetadata;
+    let server = server().await;
+    namespaces(&server, &["a"]);
+    for name in ["x", "y"] {
+        server
+            .objects()
+            .create("configmaps", "a", labelled(name, "web"))
+            .unwrap();
+    }
+    // CompactMeta never keeps managedFields
+    let factory = InformerFactory::builder(client(&server))
+        .strip_managed_fields(true)
+        .build();
+    let meta = factory.metadata_informer::<ConfigMap>();
+    let compact = factory.compact_metadata_informer::<ConfigMap>();
+    let shutdown = CancellationToken::new();
+    factory.start(&shutdown).unwrap();
+    bounded(factory.wait_for_cache_sync(&shutdown, None))
+        .await
+        .unwrap();
+    let same = || {
+        let keys = meta.store().list_keys();
+        keys.len() == compact.store().len()
+            && keys.iter().all(|k| {
+                let c: Option<Arc<CompactPartialObjectMetadata<ConfigMap>>> =
+                    compact.store().get_by_key(k);
+                c.map(|c| c.metadata.to_object_meta())
+                    == meta.store().get_by_key(k).map(|m| m.metadata.clone())
+            })
+    };
+    assert!(
+        same(),
+        "{:?} / {:?}",
+        meta.store().get_by_key("a/x").map(|m| m.metadata.clone()),
+        compact
+            .store()
+            .get_by_key("a/x")
+            .map(|c| c.metadata.to_object_meta())
+    );
+    server
+        .objects()
+        .update("configmaps", "a", labelled("x", "db"))
+        .unwrap();
+    server.objects().delete("configmaps", "a", "y").unwrap();
+    eventually("x relabelled db, alone in the compact store", async || {
+        compact
+            .store()
+            .get_by_key("a/x")
+            .is_some_and(|c| c.metadata.labels.get("app") == Some("db"))
+            && compact.store().len() == 1
+            && same()
+    })
+    .await;
+    shutdown.cancel();
+    bounded(factory.shutdown()).await;
+}
+
 /// CT9's "managedFields stripped": the factory's `strip_managed_fields`
 /// reaches each informer it builds (PB6: the client asks protobuf, so the
 /// decoder skips them), and a transform given for one type replaces it for
