@@ -538,11 +538,7 @@ impl InformerFactory {
     where
         K: KubeResource + DeserializeOwned,
     {
-        let resource = K::api_resource();
-        self.get_or_create(&resource, scope, false, |client, ns| match ns {
-            Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
-            _ => Api::<K>::all(client),
-        })
+        self.get_or_create(&K::api_resource(), scope, false, typed_api::<K>)
     }
 
     /// The shared metadata-only informer of `K` in the factory's scope:
@@ -567,13 +563,8 @@ impl InformerFactory {
         K: TypedResource,
         PartialObjectMetadata<K>: TypedResource,
     {
-        let resource = K::api_resource();
-        self.get_or_create(&resource, scope, true, |client, ns| {
-            match ns {
-                Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
-                _ => Api::<K>::all(client),
-            }
-            .metadata()
+        self.get_or_create(&K::api_resource(), scope, true, |client, ns| {
+            typed_api::<K>(client, ns).metadata()
         })
     }
 
@@ -593,13 +584,8 @@ impl InformerFactory {
         &self,
         scope: InformerScope,
     ) -> Arc<SharedIndexInformer<CompactPartialObjectMetadata<K>>> {
-        let resource = K::api_resource();
-        self.get_or_create(&resource, scope, true, |client, ns| {
-            match ns {
-                Some(ns) if resource.namespaced => Api::<K>::namespaced(client, ns),
-                _ => Api::<K>::all(client),
-            }
-            .compact_metadata()
+        self.get_or_create(&K::api_resource(), scope, true, |client, ns| {
+            typed_api::<K>(client, ns).compact_metadata()
         })
     }
 
@@ -832,4 +818,13 @@ async fn run_until(
         () = user.cancelled() => token.cancel(),
     }
     run.await;
+}
+
+/// `K`'s objects in `ns`, or in every namespace when `ns` is `None` or `K`
+/// is cluster-scoped.
+fn typed_api<K: KubeResource>(client: Client, ns: Option<&str>) -> Api<K> {
+    match ns {
+        Some(ns) if K::api_resource().namespaced => Api::namespaced(client, ns),
+        _ => Api::all(client),
+    }
 }

@@ -11,11 +11,12 @@
 //!   step, growing, is the wait, and the server's wait its floor
 //!   (client-go's reflector ignores it there);
 //! - after an outage, a 410 that came less than [`SETTLE`] after the
-//!   server last refused a connection is first confirmed: the same watch is
-//!   sent again a second (with jitter) later, and only a second answer
-//!   relists — a server that falls over again within a second of its
-//!   return costs no LIST;
-//! - the relist that the confirmed 410 calls for waits a random part of the backoff,
+//!   server's first answer since it refused connections is first
+//!   confirmed: the same watch is sent again a second (with jitter) later,
+//!   and only an answer then relists — a server that falls over again
+//!   within a second of its return costs no LIST;
+//! - the relist that a 410 after an outage calls for waits a random part
+//!   of the backoff,
 //!   `[0, backoff × jitter)`, instead of the backoff plus that random
 //!   part: the same spread as client-go's, so returning clients come back
 //!   no denser than client-go's, without the grown backoff in front;
@@ -64,8 +65,8 @@ pub enum PacingPreset {
     /// request retries, a server-asked wait a floor under the growing
     /// backoff, a watch whose start is answered 5xx with `Retry-After`
     /// watched again instead of relisted, and the relist after an outage's
-    /// 410, once a second answer confirms the server stayed up, spread over
-    /// the backoff instead of waiting it.
+    /// 410 spread over the backoff instead of waiting it (the 410 confirmed
+    /// a second later first when the server had only just come back).
     #[default]
     Kcontrol,
     /// client-go's rules, exactly (`tools/cache/reflector.go` with

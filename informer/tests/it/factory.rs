@@ -215,13 +215,9 @@ async fn a_label_selector_that_does_not_parse_fails_start_naming_the_informer() 
     factory.shutdown().await;
 }
 
-/// A metadata-only informer, through a list or WatchList, then watch:
-/// its cache holds every object's metadata (labels included) and follows
-/// updates and deletes; its bookmarks (PartialObjectMetadata, as
-/// kube-apiserver sends them) move its version on; and it is an informer
-/// apart from the full one of the same resource.
-async fn metadata_informer_follows_the_server(use_watch_list: bool) {
-    use kcontrol_indexer::PartialObjectMetadata;
+/// A server whose namespace `a` holds ConfigMaps `x` and `y`, both
+/// labelled `app=web`.
+async fn web_configmaps() -> kcontrol_testserver::TestServer {
     let server = server().await;
     namespaces(&server, &["a"]);
     for name in ["x", "y"] {
@@ -230,6 +226,17 @@ async fn metadata_informer_follows_the_server(use_watch_list: bool) {
             .create("configmaps", "a", labelled(name, "web"))
             .unwrap();
     }
+    server
+}
+
+/// A metadata-only informer, through a list or WatchList, then watch:
+/// its cache holds every object's metadata (labels included) and follows
+/// updates and deletes; its bookmarks (PartialObjectMetadata, as
+/// kube-apiserver sends them) move its version on; and it is an informer
+/// apart from the full one of the same resource.
+async fn metadata_informer_follows_the_server(use_watch_list: bool) {
+    use kcontrol_indexer::PartialObjectMetadata;
+    let server = web_configmaps().await;
     let factory = InformerFactory::builder(client(&server))
         .use_watch_list(use_watch_list)
         .build();
@@ -302,14 +309,7 @@ async fn a_metadata_informer_syncs_through_watch_list_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compact_metadata_informer_holds_what_the_metadata_informer_holds() {
     use kcontrol_indexer::compact::CompactPartialObjectMetadata;
-    let server = server().await;
-    namespaces(&server, &["a"]);
-    for name in ["x", "y"] {
-        server
-            .objects()
-            .create("configmaps", "a", labelled(name, "web"))
-            .unwrap();
-    }
+    let server = web_configmaps().await;
     // CompactMeta never keeps managedFields
     let factory = InformerFactory::builder(client(&server))
         .strip_managed_fields(true)
