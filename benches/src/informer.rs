@@ -150,6 +150,7 @@ impl ChildSpec {
             kind: match std::env::var(KIND_ENV).as_deref() {
                 Ok("compact") => "compact",
                 Ok("metadata") => "metadata",
+                Ok("compact-metadata") => "compact-metadata",
                 _ => "full",
             },
             malloc_conf: None,

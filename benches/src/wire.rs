@@ -96,6 +96,10 @@ pub enum CachedType {
     /// A metadata-only informer's `PartialObjectMetadata<ConfigMap>`.
     #[value(name = "metadata")]
     Metadata,
+    /// A compact metadata-only informer's
+    /// `CompactPartialObjectMetadata<ConfigMap>` (the same requests).
+    #[value(name = "compact-metadata")]
+    CompactMetadata,
 }
 
 impl CachedType {
@@ -105,7 +109,13 @@ impl CachedType {
             CachedType::ConfigMap => "full",
             CachedType::CompactConfigMap => "compact",
             CachedType::Metadata => "metadata",
+            CachedType::CompactMetadata => "compact-metadata",
         }
+    }
+
+    /// Whether the informer lists metadata only.
+    fn is_metadata(self) -> bool {
+        matches!(self, CachedType::Metadata | CachedType::CompactMetadata)
     }
 }
 
@@ -139,7 +149,7 @@ impl Row {
     pub fn capture(self) -> Capture {
         let body = match (self.mode, self.cached_type) {
             (Mode::Watchlist, _) => Body::WatchList,
-            (Mode::List, CachedType::Metadata) => Body::MetadataList,
+            (Mode::List, t) if t.is_metadata() => Body::MetadataList,
             (Mode::List, _) => Body::List,
         };
         Capture {
@@ -208,7 +218,7 @@ impl Options {
             for encoding in or_all(&self.encodings) {
                 for mode in or_all(&self.modes) {
                     for cached_type in or_all(&self.cached_types) {
-                        if mode == Mode::Watchlist && cached_type == CachedType::Metadata {
+                        if mode == Mode::Watchlist && cached_type.is_metadata() {
                             continue;
                         }
                         rows.push(Row {
@@ -313,11 +323,11 @@ mod tests {
     #[test]
     fn every_row_by_default_but_the_metadata_watch_list() {
         let rows = Options::default().rows();
-        // 2 paces x 2 encodings x (3 list + 2 WatchList)
-        assert_eq!(rows.len(), 20);
+        // 2 paces x 2 encodings x (4 list + 2 WatchList)
+        assert_eq!(rows.len(), 24);
         assert!(!rows
             .iter()
-            .any(|r| r.mode == Mode::Watchlist && r.cached_type == CachedType::Metadata));
+            .any(|r| r.mode == Mode::Watchlist && r.cached_type.is_metadata()));
         let only = Options {
             paces: vec![Pace::Unpaced],
             encodings: vec![Encoding::Json],

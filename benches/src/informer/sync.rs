@@ -11,7 +11,7 @@ use bytes::Bytes;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::serde::de::DeserializeOwned;
 use kcontrol_client::{Api, Client, ObjectList};
-use kcontrol_indexer::compact::CompactConfigMap;
+use kcontrol_indexer::compact::{CompactConfigMap, CompactPartialObjectMetadata};
 use kcontrol_indexer::{KubeObject, PartialObjectMetadata};
 use kcontrol_informer::{
     HandlerRegistration, ResourceEventHandlerFuncs, SharedIndexInformer, SharedIndexInformerBuilder,
@@ -80,6 +80,7 @@ pub fn bench(
             ("cached_type", json!(match kind {
                 "compact" => "CompactConfigMap",
                 "metadata" => "PartialObjectMetadata<ConfigMap> (metadata-only informer)",
+                "compact-metadata" => "CompactPartialObjectMetadata<ConfigMap> (compact metadata-only informer)",
                 _ => "ConfigMap",
             })),
             ("sync_seconds", json!(sync_seconds)),
@@ -165,6 +166,12 @@ pub async fn sync_with(spec: &ChildSpec, client: Client) -> Result<Value, String
         "metadata" => {
             let api = Api::<ConfigMap>::namespaced(client, ns).metadata();
             let builder = SharedIndexInformer::<PartialObjectMetadata<ConfigMap>>::builder(api);
+            sync_of(spec, builder.strip_managed_fields()).await
+        }
+        "compact-metadata" => {
+            let api = Api::<ConfigMap>::namespaced(client, ns).compact_metadata();
+            let builder =
+                SharedIndexInformer::<CompactPartialObjectMetadata<ConfigMap>>::builder(api);
             sync_of(spec, builder.strip_managed_fields()).await
         }
         _ => {

@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_indexer::compact::CompactConfigMap;
+use kcontrol_indexer::compact::CompactPartialObjectMetadata;
 use kcontrol_indexer::PartialObjectMetadata;
 use kcontrol_informer::SharedIndexInformer;
 
@@ -170,6 +171,11 @@ async fn memory_sync(spec: &ChildSpec, row: Row) -> Result<Value, String> {
         }
         CachedType::Metadata => {
             let builder = SharedIndexInformer::<PartialObjectMetadata<ConfigMap>>::builder(lw);
+            sync_of(spec, builder.strip_managed_fields()).await
+        }
+        CachedType::CompactMetadata => {
+            let builder =
+                SharedIndexInformer::<CompactPartialObjectMetadata<ConfigMap>>::builder(lw);
             sync_of(spec, builder.strip_managed_fields()).await
         }
     }
