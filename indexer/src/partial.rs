@@ -85,10 +85,12 @@ struct WireRef<'a> {
     metadata: &'a ObjectMeta,
 }
 
+/// An object read for its `metadata` alone (every other field skipped):
+/// how [`PartialObjectMetadata`] and the compact form decode.
 #[derive(Deserialize)]
-struct Wire {
+pub(crate) struct MetadataOnly<M> {
     #[serde(default)]
-    metadata: ObjectMeta,
+    pub(crate) metadata: M,
 }
 
 impl<K> Serialize for PartialObjectMetadata<K> {
@@ -104,7 +106,7 @@ impl<K> Serialize for PartialObjectMetadata<K> {
 
 impl<'de, K> Deserialize<'de> for PartialObjectMetadata<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Wire::deserialize(deserializer).map(|w| Self::new(w.metadata))
+        MetadataOnly::<ObjectMeta>::deserialize(deserializer).map(|w| Self::new(w.metadata))
     }
 }
 

@@ -8,11 +8,11 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::map::CompactMap;
 use super::meta::CompactMeta;
+use crate::partial::MetadataOnly;
 use crate::{ApiResource, KubeObject, KubeResource};
 
 /// The metadata of an object of resource `K` in compact form: what
@@ -121,25 +121,7 @@ impl<K: KubeResource> KubeResource for CompactPartialObjectMetadata<K> {
 
 impl<'de, K> Deserialize<'de> for CompactPartialObjectMetadata<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MetaOnly<K>(PhantomData<fn() -> K>);
-        impl<'de, K> Visitor<'de> for MetaOnly<K> {
-            type Value = CompactPartialObjectMetadata<K>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object with metadata")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = CompactPartialObjectMetadata::default();
-                while let Some(key) = map.next_key::<crate::__private::Key<'de>>()? {
-                    if key.as_str() == "metadata" {
-                        out.metadata = map.next_value()?;
-                    } else {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-                Ok(out)
-            }
-        }
-        deserializer.deserialize_map(MetaOnly(PhantomData))
+        MetadataOnly::<CompactMeta>::deserialize(deserializer).map(|w| Self::new(w.metadata))
     }
 }
 
