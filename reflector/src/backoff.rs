@@ -167,12 +167,21 @@ pub(crate) struct Pacing {
     outage: bool,
     /// The backoff period of the last spread relist: one per period.
     spread_period: Option<u64>,
-    /// The server refused a connection (or broke one before answering)
-    /// and has not answered since.
-    refused: bool,
-    /// When the server first answered after it last refused: unset while
-    /// it refuses, and when it never did.
-    answering_since: Option<Instant>,
+    /// Whether the server is reachable, as far as its answers tell.
+    reach: Reach,
+}
+
+/// What the reflector last learned of whether the server answers (RF5
+/// rule 5: a 410 soon after the server's return is confirmed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// It never refused a connection (so far as anyone saw).
+    Steady,
+    /// It refused a connection (or broke one before answering) and has not
+    /// answered since.
+    Refused,
+    /// It answers again, first since this instant.
+    AnsweringSince(Instant),
 }
 
 impl Pacing {
@@ -182,8 +191,7 @@ impl Pacing {
             backoff: Backoff::new(config),
             outage: false,
             spread_period: None,
-            refused: false,
-            answering_since: None,
+            reach: Reach::Steady,
         }
     }
 
@@ -207,8 +215,7 @@ impl Pacing {
         match (self.preset, failure) {
             (_, Failure::Unreachable) => {
                 self.outage = true;
-                self.refused = true;
-                self.answering_since = None;
+                self.reach = Reach::Refused;
                 self.backoff.next_delay_with(now, r)
             }
             (PacingPreset::Kcontrol, Failure::ServerAsked(asked)) => {
@@ -246,7 +253,9 @@ impl Pacing {
             return None;
         }
         self.answered_at(now);
-        let since = self.answering_since?;
+        let Reach::AnsweringSince(since) = self.reach else {
+            return None;
+        };
         if now.saturating_duration_since(since) >= SETTLE {
             return None;
         }
@@ -277,8 +286,8 @@ impl Pacing {
     /// The server answered at `now`: its first answer after refusing
     /// starts the time it has been answering.
     fn answered_at(&mut self, now: Instant) {
-        if std::mem::take(&mut self.refused) {
-            self.answering_since = Some(now);
+        if self.reach == Reach::Refused {
+            self.reach = Reach::AnsweringSince(now);
         }
     }
 
