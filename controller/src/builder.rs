@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kcontrol_client::events::{Recorder, RecorderError};
 use kcontrol_client::Client;
-use kcontrol_indexer::{Object, PartialObjectMetadata, TypedResource};
+use kcontrol_indexer::{KubeObject, KubeResource};
 use kcontrol_informer::{
     wait_for_cache_sync, FactoryError, HandlerOptions, HasSynced, InformerError, InformerFactory,
     InformerScope, SharedIndexInformer,
@@ -108,7 +108,7 @@ impl<'a> Setup<'a> {
     }
 
     /// Adds `handler` to the informer of `T` in `scope`.
-    fn watch<T: TypedResource + DeserializeOwned>(
+    fn watch<T: KubeResource + DeserializeOwned>(
         &mut self,
         scope: InformerScope,
         handler: EnqueueHandler<T>,
@@ -136,7 +136,7 @@ impl<'a> Setup<'a> {
 
     /// Registers the handlers of `K` and of every watch, then starts the
     /// factory's informers; the informer of `K`.
-    fn start<K: TypedResource + DeserializeOwned>(
+    fn start<K: KubeResource + DeserializeOwned>(
         &mut self,
         primary_scope: InformerScope,
         handler: EnqueueHandler<K>,
@@ -156,7 +156,7 @@ impl<'a> Setup<'a> {
     /// [`start`](Self::start), then the cache-sync barrier: the primary
     /// informer once every handler has synced; `None` when shutdown came
     /// first. The caller stops the sources either way.
-    async fn start_synced<K: TypedResource + DeserializeOwned>(
+    async fn start_synced<K: KubeResource + DeserializeOwned>(
         &mut self,
         primary_scope: InformerScope,
         handler: EnqueueHandler<K>,
@@ -221,7 +221,7 @@ impl ControllerBuilder {
 
     /// The type the controller reconciles: each of its objects' keys is
     /// reconciled after every change to the object (resyncs included).
-    pub fn for_resource<K: TypedResource + DeserializeOwned>(self) -> Controller<K> {
+    pub fn for_resource<K: KubeResource + DeserializeOwned>(self) -> Controller<K> {
         let name = K::api_resource().kind.to_lowercase();
         Controller {
             client: self.client,
@@ -348,7 +348,7 @@ impl Controller {
     }
 }
 
-impl<K: TypedResource + DeserializeOwned> Controller<K> {
+impl<K: KubeResource + DeserializeOwned> Controller<K> {
     /// Watches only this namespace (every informer of the controller;
     /// default: the factory's scope, all namespaces for its own).
     #[must_use]
@@ -377,32 +377,20 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     /// reference names a `K` (its kind and group), on each change of the
     /// `C` (resyncs skipped) and its deletion (CT3).
     #[must_use]
-    pub fn owns<C: TypedResource + DeserializeOwned>(self) -> Self
-    where
-        PartialObjectMetadata<K>: TypedResource,
-        PartialObjectMetadata<C>: TypedResource,
-    {
+    pub fn owns<C: KubeResource + DeserializeOwned>(self) -> Self {
         self.add_owned::<C>(None)
     }
 
     /// [`owns`](Self::owns), with only the events `predicate` accepts.
     #[must_use]
-    pub fn owns_with<C: TypedResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self
-    where
-        PartialObjectMetadata<K>: TypedResource,
-        PartialObjectMetadata<C>: TypedResource,
-    {
+    pub fn owns_with<C: KubeResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
         self.add_owned::<C>(Some(predicate))
     }
 
-    fn add_owned<C: TypedResource + DeserializeOwned>(
+    fn add_owned<C: KubeResource + DeserializeOwned>(
         mut self,
         predicate: Option<Predicate<C>>,
-    ) -> Self
-    where
-        PartialObjectMetadata<K>: TypedResource,
-        PartialObjectMetadata<C>: TypedResource,
-    {
+    ) -> Self {
         self.shard_owned
             .push(Box::new(|sharder: Sharder| sharder.owns::<K, C>()));
         self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
@@ -434,14 +422,14 @@ impl<K: TypedResource + DeserializeOwned> Controller<K> {
     /// cluster-scoped ones) that `mapper` gives for each changed `T`
     /// (resyncs skipped; an update maps both states).
     #[must_use]
-    pub fn watches<T: TypedResource + DeserializeOwned>(
+    pub fn watches<T: KubeResource + DeserializeOwned>(
         self,
         mapper: impl Fn(&T) -> Vec<String> + Send + Sync + 'static,
     ) -> Self {
         self.add_watch::<T>(move |queue| EnqueueHandler::from_map(queue, mapper))
     }
 
-    fn add_watch<T: TypedResource + DeserializeOwned>(
+    fn add_watch<T: KubeResource + DeserializeOwned>(
         mut self,
         handler: impl FnOnce(RateLimitingQueue<String>) -> EnqueueHandler<T> + Send + 'static,
     ) -> Self {
@@ -673,7 +661,7 @@ struct Parts<K> {
     gate: Option<ShardGate>,
 }
 
-impl<K: TypedResource + DeserializeOwned> Parts<K> {
+impl<K: KubeResource + DeserializeOwned> Parts<K> {
     async fn run<R: Reconciler<K>>(
         self,
         reconciler: R,
@@ -755,7 +743,7 @@ impl<K: TypedResource + DeserializeOwned> Parts<K> {
 
 /// `watches`, after the sharding drain watch of `K` when a shard gate is
 /// set.
-fn with_drain_watch<K: TypedResource + DeserializeOwned>(
+fn with_drain_watch<K: KubeResource + DeserializeOwned>(
     gate: Option<&ShardGate>,
     client: &Client,
     primary_scope: &InformerScope,
@@ -821,7 +809,7 @@ async fn serve_health(
 }
 
 /// Sharded: the gate's drain handler on the informer of `K`.
-fn drain_watch<K: TypedResource + DeserializeOwned>(
+fn drain_watch<K: KubeResource + DeserializeOwned>(
     gate: &ShardGate,
     client: &Client,
     scope: InformerScope,
@@ -843,7 +831,7 @@ fn drain_watch<K: TypedResource + DeserializeOwned>(
 
 /// One key's reconcile: the object from the cache (skipped when gone,
 /// CT10), the reconciler, the error policy on failure (CT11).
-fn reconcile_step<K: Object, R: Reconciler<K>>(
+fn reconcile_step<K: KubeObject, R: Reconciler<K>>(
     store: Arc<kcontrol_indexer::ThreadSafeStore<K>>,
     reconciler: Arc<R>,
     shared: Arc<Shared>,

@@ -43,7 +43,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use kcontrol_indexer::{meta_namespace_key, KubeObject, Lister, ObjectOrTombstone, TypedResource};
+use kcontrol_indexer::{meta_namespace_key, KubeObject, KubeResource, Lister, ObjectOrTombstone};
 use kcontrol_informer::ResourceEventHandler;
 use kcontrol_workqueue::RateLimitingQueue;
 
@@ -118,7 +118,7 @@ impl<K: KubeObject> EnqueueHandler<K> {
     /// A namespaced owner is looked for in the object's namespace. The
     /// owner is not looked up: a reconcile of a key that is not in the
     /// cache is skipped. Resyncs are skipped.
-    pub fn for_owner<O: TypedResource>(queue: RateLimitingQueue<String>) -> Self {
+    pub fn for_owner<O: KubeResource>(queue: RateLimitingQueue<String>) -> Self {
         let resource = O::api_resource();
         Self {
             queue,
@@ -139,7 +139,7 @@ impl<K: KubeObject> EnqueueHandler<K> {
     /// kubernetes/sample-controller's `handleObject` checks: events of an
     /// object whose owner is gone or not yet seen enqueue nothing (logged
     /// at debug). Resyncs are skipped.
-    pub fn for_cached_owner<O: TypedResource>(
+    pub fn for_cached_owner<O: KubeResource>(
         queue: RateLimitingQueue<String>,
         owners: Lister<O>,
     ) -> Self {

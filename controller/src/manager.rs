@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kcontrol_client::Client;
-use kcontrol_indexer::{PartialObjectMetadata, TypedResource};
+use kcontrol_indexer::KubeResource;
 use kcontrol_informer::InformerFactory;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
@@ -228,7 +228,7 @@ impl Manager {
 
     /// A controller of `K` on the manager's client and factory, to
     /// configure and [`add`](Self::add).
-    pub fn controller<K: TypedResource + DeserializeOwned>(&self) -> Controller<K> {
+    pub fn controller<K: KubeResource + DeserializeOwned>(&self) -> Controller<K> {
         let mut controller = Controller::new(self.client.clone())
             .with_factory(Arc::clone(&self.factory))
             .for_resource::<K>()
@@ -253,8 +253,7 @@ impl Manager {
     /// Adds a controller with its reconciler; it runs with the others.
     pub fn add<K, R>(&mut self, mut controller: Controller<K>, reconciler: R) -> &mut Self
     where
-        K: TypedResource + DeserializeOwned,
-        PartialObjectMetadata<K>: TypedResource,
+        K: KubeResource + DeserializeOwned,
         R: Reconciler<K>,
     {
         if let Some(sharding) = self.sharding.take() {

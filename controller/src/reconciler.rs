@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use kcontrol_client::events::Recorder;
 use kcontrol_client::{Api, Client, Error as ClientError, Patch, PatchParams};
-use kcontrol_indexer::{Lister, Object, TypedResource};
+use kcontrol_indexer::{KubeObject, KubeResource, Lister, TypedResource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -82,7 +82,7 @@ impl<K> fmt::Debug for Context<K> {
     }
 }
 
-impl<K: Object> Context<K> {
+impl<K> Context<K> {
     pub(crate) fn new(shared: Arc<Shared>, key: String, requeues: u32) -> Self {
         Self {
             shared,
@@ -132,7 +132,7 @@ impl<K: Object> Context<K> {
     /// (by name alone when `T` is cluster-scoped), from the controller's
     /// cache of `T` — an owned object named as its owner, say. `None` when
     /// it is not in the cache, or `T` is not cached by this controller.
-    pub fn cached<T: TypedResource>(&self, name: &str) -> Option<Arc<T>> {
+    pub fn cached<T: KubeResource>(&self, name: &str) -> Option<Arc<T>> {
         let namespace = if T::api_resource().namespaced {
             self.key.split_once('/').map_or("", |(ns, _)| ns)
         } else {
@@ -144,7 +144,7 @@ impl<K: Object> Context<K> {
     /// A lister of the controller's cache of `T`: the reconciled type, or
     /// one it [`owns`](crate::Controller::owns) or
     /// [`watches`](crate::Controller::watches). `None` for other types.
-    pub fn lister<T: Object>(&self) -> Option<Lister<T>> {
+    pub fn lister<T: KubeObject>(&self) -> Option<Lister<T>> {
         self.shared
             .listers
             .get(&TypeId::of::<T>())
@@ -261,7 +261,7 @@ fn caught_up(cached: &str, written: &str) -> bool {
     }
 }
 
-impl<K: Object> Context<K> {
+impl<K> Context<K> {
     /// Read-your-writes (CT16): waits, at most `timeout`, until the
     /// controller's cache of `T` holds `written` (the object a create,
     /// update or patch returned) at its resourceVersion or newer — so the
@@ -271,7 +271,7 @@ impl<K: Object> Context<K> {
     /// # Errors
     /// When `T` is not cached by this controller, `written` has no name or
     /// version, or the cache has not caught up in time.
-    pub async fn wait_until_cached<T: Object>(
+    pub async fn wait_until_cached<T: KubeObject>(
         &self,
         written: &T,
         timeout: Duration,

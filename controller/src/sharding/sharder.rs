@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcontrol_client::{Api, Client, Patch, PatchParams};
 use kcontrol_indexer::compact::{CompactMeta, CompactPartialObjectMetadata as Meta};
 use kcontrol_indexer::{
-    split_meta_namespace_key, DynamicObject, KubeObject, StringMap, ThreadSafeStore, TypedResource,
+    split_meta_namespace_key, DynamicObject, KubeObject, KubeResource, StringMap, ThreadSafeStore,
 };
 use kcontrol_informer::{
     wait_for_cache_sync, InformerFactory, InformerFactoryBuilder, InformerScope,
@@ -106,7 +106,7 @@ impl Sharder {
     #[must_use]
     pub fn shard<K>(mut self) -> Self
     where
-        K: TypedResource,
+        K: KubeResource,
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| Ok(run_primary::<K>(ctx))));
@@ -118,8 +118,8 @@ impl Sharder {
     #[must_use]
     pub fn owns<K, C>(mut self) -> Self
     where
-        K: TypedResource,
-        C: TypedResource,
+        K: KubeResource,
+        C: KubeResource,
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| run_owned::<K, C>(ctx)));
@@ -403,7 +403,7 @@ async fn requeue_on_ring_change<K: KubeObject>(
 /// Caches `K`'s metadata [`trimmed`] in the sharder's factory.
 fn trim<K>(builder: InformerFactoryBuilder, config: &ShardingConfig) -> InformerFactoryBuilder
 where
-    K: TypedResource,
+    K: KubeResource,
 {
     let (shard, drain) = (config.shard_label(), config.drain_label());
     builder.transform(move |o: Meta<K>| trimmed(o, &shard, &drain))
@@ -444,7 +444,7 @@ fn trimmed<K>(o: Meta<K>, shard: &str, drain: &str) -> Meta<K> {
 /// The sharder's loop for a sharded kind `K`.
 fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
 where
-    K: TypedResource,
+    K: KubeResource,
 {
     let informer = ctx
         .factory
@@ -516,7 +516,7 @@ fn add_owner_index<C>(
     owner_key: impl Fn(&Meta<C>) -> Option<String> + Send + Sync + 'static,
 ) -> Result<(), ShardingError>
 where
-    C: TypedResource,
+    C: KubeResource,
 {
     let mut indexers = kcontrol_indexer::Indexers::new();
     indexers.insert(
@@ -545,8 +545,8 @@ fn follow_owners<K, C>(
     shard_label: &str,
 ) -> Result<(), kcontrol_informer::InformerError>
 where
-    K: TypedResource,
-    C: TypedResource,
+    K: KubeResource,
+    C: KubeResource,
 {
     let follow = {
         let (queue, store, label) = (
@@ -581,8 +581,8 @@ where
 /// The sharder's loop for `C`s owned by `K`s: each follows its owner.
 fn run_owned<K, C>(ctx: &Context) -> Result<BoxFuture<'static, ()>, ShardingError>
 where
-    K: TypedResource,
-    C: TypedResource,
+    K: KubeResource,
+    C: KubeResource,
 {
     let owners = ctx
         .factory

@@ -404,3 +404,69 @@ async fn ct8_actions_requeue_as_they_say() {
     run.await.unwrap().unwrap();
     server.shutdown().await;
 }
+
+kcontrol_indexer::lean_resource! {
+    /// A Secret as a controller that only routes it reads it: metadata and `type`.
+    pub struct LeanSecret {
+        group: "",
+        version: "v1",
+        kind: "Secret",
+        plural: "secrets",
+        scope: Namespaced,
+        fields {
+            /// `type`.
+            type_: Option<String> = "type",
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lean_types_are_reconciled_owned_and_read_from_the_cache() {
+    use kcontrol_indexer::compact::CompactConfigMap;
+
+    let (server, client) = server().await;
+    create_cm(&server, "default", "a", json!({}));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let shutdown = CancellationToken::new();
+    let controller = Controller::new(client)
+        .for_resource::<CompactConfigMap>()
+        .owns::<LeanSecret>()
+        .workers(1);
+    let reconcile = move |cm: Arc<CompactConfigMap>, ctx: Context<CompactConfigMap>| {
+        let owned = ctx.cached::<LeanSecret>("a-secret");
+        let _ = tx.send((
+            ctx.key().to_owned(),
+            cm.data.get("k").map(str::to_owned),
+            owned.and_then(|s| s.type_.clone()),
+        ));
+        futures_ready::ready()
+    };
+    let run = tokio::spawn(controller.run(reconcile, shutdown.clone()));
+    let first = next(&mut rx).await;
+    assert_eq!(first, ("default/a".to_owned(), Some("v".to_owned()), None));
+    let uid = server
+        .objects()
+        .get_as::<ConfigMap>("default", "a")
+        .unwrap()
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "a-secret", "namespace": "default",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "a",
+                "uid": uid, "controller": true}]}});
+    server
+        .objects()
+        .create("secrets", "default", secret)
+        .unwrap();
+    // the owned Secret's add reconciles its owner, whose cache holds it by then
+    let second = next(&mut rx).await;
+    assert_eq!(
+        second,
+        ("default/a".to_owned(), Some("v".to_owned()), Some("Opaque".to_owned()))
+    );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    server.shutdown().await;
+}
