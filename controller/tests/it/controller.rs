@@ -464,7 +464,11 @@ async fn lean_types_are_reconciled_owned_and_read_from_the_cache() {
     let second = next(&mut rx).await;
     assert_eq!(
         second,
-        ("default/a".to_owned(), Some("v".to_owned()), Some("Opaque".to_owned()))
+        (
+            "default/a".to_owned(),
+            Some("v".to_owned()),
+            Some("Opaque".to_owned())
+        )
     );
     shutdown.cancel();
     run.await.unwrap().unwrap();

@@ -1,5 +1,5 @@
-//! The interner of compact maps: label and annotation keys and short values
-//! are shared (`Arc<str>`) between every object that holds them.
+//! The interner of compact metadata: the namespace is shared (`Arc<str>`)
+//! between every object of that namespace.
 //!
 //! Bounded: past [`MAX_ENTRIES`] the strings no object holds any more are
 //! dropped from the table, and if it is still full new strings are simply
@@ -12,12 +12,8 @@ use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
-/// Values longer than this are never interned: long values (data, most
-/// annotations) are rarely shared.
-pub(crate) const MAX_INTERNED_LEN: usize = 32;
-
-/// Longer strings are never interned (a label key is at most 317 bytes).
-const MAX_KEY_LEN: usize = 320;
+/// Longer strings are never interned (a namespace is at most 63 bytes).
+const MAX_LEN: usize = 320;
 
 /// How many strings the table holds at most.
 const MAX_ENTRIES: usize = 1 << 16;
@@ -33,15 +29,7 @@ static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| Mutex::new(Table::defaul
 
 /// The shared copy of `s` (interned if short enough and there is room).
 pub(crate) fn intern(s: &str) -> Arc<str> {
-    if s.len() > MAX_INTERNED_LEN {
-        return Arc::from(s);
-    }
-    intern_any(s)
-}
-
-/// The shared copy of `s` whatever its length (keys), if there is room.
-pub(crate) fn intern_any(s: &str) -> Arc<str> {
-    if s.len() > MAX_KEY_LEN {
+    if s.len() > MAX_LEN {
         return Arc::from(s);
     }
     let mut table = TABLE.lock();
@@ -74,7 +62,7 @@ mod tests {
         let a = intern("app.kubernetes.io/name");
         let b = intern("app.kubernetes.io/name");
         assert!(Arc::ptr_eq(&a, &b));
-        let long = "x".repeat(MAX_INTERNED_LEN + 1);
+        let long = "x".repeat(MAX_LEN + 1);
         assert!(!Arc::ptr_eq(&intern(&long), &intern(&long)));
     }
 

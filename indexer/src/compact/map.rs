@@ -1,19 +1,26 @@
-//! [`CompactMap`]: a sorted, immutable string map in one boxed slice.
+//! [`CompactMap`]: a sorted, immutable string map in one allocation.
+//!
+//! Layout of the buffer (empty map: no allocation):
+//! `n` (u32, little-endian), then for each entry the end offsets of its key
+//! and of its value in the text (two u32), then the text: every key and
+//! value, in key order, back to back. The text is UTF-8 by construction
+//! (it is built from `&str`s), and every offset falls between two of them.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::ops::Range;
 
-use serde::de::{MapAccess, Visitor};
+use serde::de::{DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::intern::{intern, intern_any, MAX_INTERNED_LEN};
 use crate::object::StringMap;
 
-/// Labels, annotations or ConfigMap data in 16 bytes plus one allocation:
-/// entries sorted by key in a boxed slice. Keys and short values
-/// (≤ 32 bytes) are interned, so the `app` key or the `production` value of
-/// 100,000 objects is stored once; long values are owned by their object.
+/// Bytes of the entry count and of each offset.
+const WORD: usize = 4;
+
+/// Labels, annotations or ConfigMap data in 16 bytes plus one allocation
+/// holding the text itself: no pointer per key or value, no allocation per
+/// string. Entries are sorted by key (lookups are binary searches).
 ///
 /// Read it like k8s-openapi's `BTreeMap<String, String>`: [`get`](Self::get),
 /// [`iter`](Self::iter) (sorted), [`len`](Self::len), `map["key"]`, or
@@ -32,7 +39,7 @@ use crate::object::StringMap;
 /// ```
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct CompactMap {
-    entries: Box<[(Arc<str>, Arc<str>)]>,
+    buf: Box<[u8]>,
 }
 
 impl CompactMap {
@@ -43,11 +50,18 @@ impl CompactMap {
 
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.entries
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
-            .ok()
-            .and_then(|i| self.entries.get(i))
-            .map(|(_, v)| v.as_ref())
+        let mut lo = 0;
+        let mut hi = self.len();
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let (k, v) = self.entry(mid);
+            match k.cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(v),
+            }
+        }
+        None
     }
 
     /// Whether `key` is present.
@@ -57,27 +71,27 @@ impl CompactMap {
 
     /// The entries, sorted by key.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.entries.iter().map(|(k, v)| (k.as_ref(), v.as_ref()))
+        (0..self.len()).map(|i| self.entry(i))
     }
 
     /// The keys, sorted.
     pub fn keys(&self) -> impl Iterator<Item = &str> + '_ {
-        self.entries.iter().map(|(k, _)| k.as_ref())
+        self.iter().map(|(k, _)| k)
     }
 
     /// The values, in key order.
     pub fn values(&self) -> impl Iterator<Item = &str> + '_ {
-        self.entries.iter().map(|(_, v)| v.as_ref())
+        self.iter().map(|(_, v)| v)
     }
 
     /// How many entries there are.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.word(0)
     }
 
     /// Whether the map is empty.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
     /// A copy as k8s-openapi's map type.
@@ -85,29 +99,95 @@ impl CompactMap {
         StringMap::to_btree_map(self)
     }
 
-    /// Builds a map from entries in any order; of repeated keys the last wins.
-    fn from_entries(mut entries: Vec<(Arc<str>, Arc<str>)>) -> Self {
-        // Stable sort keeps repeated keys in input order; keep the last one.
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut out: Vec<(Arc<str>, Arc<str>)> = Vec::with_capacity(entries.len());
+    /// The `i`th u32 of the buffer (0 past its end: only for the empty map).
+    fn word(&self, i: usize) -> usize {
+        let at = i * WORD;
+        self.buf
+            .get(at..at + WORD)
+            .and_then(|b| <[u8; WORD]>::try_from(b).ok())
+            .map_or(0, |b| u32::from_le_bytes(b) as usize)
+    }
+
+    /// The text between two offsets. It is always a whole run of keys and
+    /// values, so valid UTF-8: the check only keeps the code free of
+    /// `unsafe`.
+    fn text(&self, range: Range<usize>) -> &str {
+        let base = WORD * (1 + 2 * self.len());
+        self.buf
+            .get(base + range.start..base + range.end)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Entry `i` (`i < len`).
+    fn entry(&self, i: usize) -> (&str, &str) {
+        let start = if i == 0 { 0 } else { self.word(2 * i) };
+        let key_end = self.word(1 + 2 * i);
+        let value_end = self.word(2 + 2 * i);
+        (self.text(start..key_end), self.text(key_end..value_end))
+    }
+
+    /// Builds a map from `text` and the ranges of its keys and values, in
+    /// any order; of repeated keys the last wins. `None` when the text is
+    /// too long for 32-bit offsets (over 4 GiB).
+    fn build(text: &[u8], mut entries: Vec<(Range<usize>, Range<usize>)>) -> Option<Self> {
+        let key = |r: &Range<usize>| text.get(r.clone()).unwrap_or_default();
+        // A stable sort keeps repeated keys in input order: keep the last.
+        entries.sort_by(|a, b| key(&a.0).cmp(key(&b.0)));
+        let mut kept: Vec<(Range<usize>, Range<usize>)> = Vec::with_capacity(entries.len());
         for entry in entries {
-            match out.last_mut() {
-                Some(last) if last.0 == entry.0 => *last = entry,
-                _ => out.push(entry),
+            match kept.last_mut() {
+                Some(last) if key(&last.0) == key(&entry.0) => *last = entry,
+                _ => kept.push(entry),
             }
         }
-        Self {
-            entries: out.into_boxed_slice(),
+        if kept.is_empty() {
+            return Some(Self::new());
         }
+        let len: usize = kept.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let mut buf = Vec::with_capacity(WORD * (1 + 2 * kept.len()) + len);
+        buf.extend_from_slice(&u32::try_from(kept.len()).ok()?.to_le_bytes());
+        let mut end = 0usize;
+        for (k, v) in &kept {
+            for r in [k, v] {
+                end += r.len();
+                buf.extend_from_slice(&u32::try_from(end).ok()?.to_le_bytes());
+            }
+        }
+        for (k, v) in &kept {
+            buf.extend_from_slice(text.get(k.clone()).unwrap_or_default());
+            buf.extend_from_slice(text.get(v.clone()).unwrap_or_default());
+        }
+        Some(Self {
+            buf: buf.into_boxed_slice(),
+        })
     }
 }
 
-/// A value as stored: interned when short.
-fn value(s: &str) -> Arc<str> {
-    if s.len() <= MAX_INTERNED_LEN {
-        intern(s)
-    } else {
-        Arc::from(s)
+/// Collects keys and values into one text before a map is built.
+#[derive(Default)]
+struct Builder {
+    text: Vec<u8>,
+    entries: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl Builder {
+    /// Appends `s` to the text; its range.
+    fn push_str(&mut self, s: &str) -> Range<usize> {
+        let start = self.text.len();
+        self.text.extend_from_slice(s.as_bytes());
+        start..self.text.len()
+    }
+
+    fn push(&mut self, key: &str, value: &str) {
+        let k = self.push_str(key);
+        let v = self.push_str(value);
+        self.entries.push((k, v));
+    }
+
+    /// The map; `None` past 4 GiB of text.
+    fn finish(self) -> Option<CompactMap> {
+        CompactMap::build(&self.text, self.entries)
     }
 }
 
@@ -142,12 +222,14 @@ impl fmt::Debug for CompactMap {
 }
 
 impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for CompactMap {
+    /// Of repeated keys the last wins. A map whose text passes 4 GiB
+    /// cannot be built from memory anyway; it would come out empty.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Self::from_entries(
-            iter.into_iter()
-                .map(|(k, v)| (intern_any(k.as_ref()), value(v.as_ref())))
-                .collect(),
-        )
+        let mut builder = Builder::default();
+        for (k, v) in iter {
+            builder.push(k.as_ref(), v.as_ref());
+        }
+        builder.finish().unwrap_or_default()
     }
 }
 
@@ -175,23 +257,28 @@ impl Serialize for CompactMap {
     }
 }
 
-/// A key or value decoded without an intermediate `String` when the input
-/// lends the text (serde_json does, for strings without escapes).
-struct Text(Arc<str>);
+/// Appends a decoded string to a builder's text, without an intermediate
+/// `String` when the input lends the text (serde_json does, for strings
+/// without escapes); gives its range.
+struct Append<'a>(&'a mut Builder);
 
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor;
-        impl Visitor<'_> for TextVisitor {
-            type Value = Text;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text, E> {
-                Ok(Text(value(v)))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor)
+impl<'de> DeserializeSeed<'de> for Append<'_> {
+    type Value = Range<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Range<usize>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Append<'_> {
+    type Value = Range<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Range<usize>, E> {
+        Ok(self.0.push_str(v))
     }
 }
 
@@ -213,36 +300,17 @@ impl<'de> Deserialize<'de> for CompactMap {
                 d.deserialize_map(self)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CompactMap, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(4).min(64));
-                while let Some(Key(key)) = map.next_key::<Key>()? {
-                    let Text(v) = map.next_value::<Text>()?;
-                    entries.push((key, v));
+                let mut builder = Builder::default();
+                while let Some(k) = map.next_key_seed(Append(&mut builder))? {
+                    let v = map.next_value_seed(Append(&mut builder))?;
+                    builder.entries.push((k, v));
                 }
-                Ok(CompactMap::from_entries(entries))
+                builder
+                    .finish()
+                    .ok_or_else(|| serde::de::Error::custom("a map of more than 4 GiB of text"))
             }
         }
         deserializer.deserialize_option(MapVisitor)
-    }
-}
-
-/// A key: always interned (long keys such as
-/// `example.com/some-long-annotation-name` too: the set of keys is small in
-/// practice), within the interner's bound.
-struct Key(Arc<str>);
-
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string key")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(Key(intern_any(v)))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
     }
 }
 
@@ -271,6 +339,43 @@ mod tests {
     fn wrong_shapes_are_errors() {
         assert!(serde_json::from_str::<CompactMap>(r#"{"k":1}"#).is_err());
         assert!(serde_json::from_str::<CompactMap>(r#"["k"]"#).is_err());
+    }
+
+    #[test]
+    fn empty_keys_and_values_and_unicode_keep_their_place() {
+        let m: CompactMap = [("", "x"), ("é", ""), ("a", "ü"), ("", "y")]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            m.iter().collect::<Vec<_>>(),
+            [("", "y"), ("a", "ü"), ("é", "")]
+        );
+        assert_eq!(m.get(""), Some("y"));
+        assert_eq!(m.get("é"), Some(""));
+        assert_eq!(CompactMap::new().iter().count(), 0);
+        assert_eq!(CompactMap::new().get(""), None);
+    }
+
+    proptest::proptest! {
+        /// Model: a BTreeMap built from the same entries (the last of
+        /// repeated keys wins), read every way, and through JSON.
+        #[test]
+        fn reads_as_the_btree_map_of_its_entries(
+            entries in proptest::collection::vec((".{0,6}", ".{0,40}"), 0..12),
+            probe in ".{0,6}",
+        ) {
+            let model: BTreeMap<String, String> = entries.iter().cloned().collect();
+            let m: CompactMap = entries.iter().map(|(k, v)| (k, v)).collect();
+            proptest::prop_assert_eq!(m.len(), model.len());
+            proptest::prop_assert_eq!(m.to_btree_map(), model.clone());
+            for (k, v) in &model {
+                proptest::prop_assert_eq!(m.get(k), Some(v.as_str()));
+            }
+            proptest::prop_assert_eq!(m.get(&probe), model.get(&probe).map(String::as_str));
+            let json = serde_json::to_string(&model).unwrap();
+            let decoded: CompactMap = serde_json::from_str(&json).unwrap();
+            proptest::prop_assert_eq!(&decoded, &m);
+        }
     }
 
     #[test]

@@ -20,8 +20,8 @@ use super::map::CompactMap;
 /// Read it with the accessors ([`name`](Self::name),
 /// [`labels`](Self::labels)…), or convert it to k8s-openapi's
 /// [`ObjectMeta`] with [`to_object_meta`](Self::to_object_meta). Strings are
-/// boxed (no spare capacity); the namespace and the labels' and
-/// annotations' keys and short values are interned.
+/// boxed (no spare capacity), the namespace interned; labels and
+/// annotations are [`CompactMap`]s (their text in one allocation each).
 #[derive(Clone, Default, PartialEq)]
 pub struct CompactMeta {
     name: Option<Box<str>>,

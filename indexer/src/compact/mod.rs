@@ -1,6 +1,6 @@
 //! Compact, read-only objects for lean caches: [`CompactMeta`] (the
 //! metadata controllers read), [`CompactMap`] (labels, annotations, data
-//! in one boxed slice with interned keys and short values),
+//! with all their text in one allocation),
 //! [`CompactConfigMap`], [`CompactPartialObjectMetadata`] (metadata-only
 //! caches), and [`lean_resource!`](crate::lean_resource) to
 //! define a lean type of any built-in kind with only the fields a
