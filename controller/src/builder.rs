@@ -13,7 +13,7 @@ use kcontrol_client::Client;
 use kcontrol_indexer::{KubeObject, KubeResource};
 use kcontrol_informer::{
     wait_for_cache_sync, FactoryError, HandlerOptions, HasSynced, InformerError, InformerFactory,
-    InformerScope, SharedIndexInformer,
+    InformerScope, SharedIndexInformer, WatchConfig,
 };
 use kcontrol_workqueue::{
     default_controller_rate_limiter, QueueConfig, RateLimiter, RateLimitingQueue,
@@ -196,13 +196,32 @@ impl<'a> Setup<'a> {
 /// the type reconciled.
 pub struct ControllerBuilder {
     client: Client,
-    factory: Option<Arc<InformerFactory>>,
+    informers: Informers,
+}
+
+/// Where a controller's informers come from.
+#[derive(Clone)]
+enum Informers {
+    /// A factory shared with other controllers (its owner stops it).
+    Shared(Arc<InformerFactory>),
+    /// A factory of the controller's own, listing and watching so.
+    Own(WatchConfig),
+}
+
+impl Default for Informers {
+    /// A factory of its own: client-go's watch, managedFields dropped.
+    fn default() -> Self {
+        Self::Own(WatchConfig::default().strip_managed_fields(true))
+    }
 }
 
 impl fmt::Debug for ControllerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ControllerBuilder")
-            .field("shared_factory", &self.factory.is_some())
+            .field(
+                "shared_factory",
+                &matches!(self.informers, Informers::Shared(_)),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -215,7 +234,18 @@ impl ControllerBuilder {
     /// handlers when it stops.
     #[must_use]
     pub fn with_factory(mut self, factory: Arc<InformerFactory>) -> Self {
-        self.factory = Some(factory);
+        self.informers = Informers::Shared(factory);
+        self
+    }
+
+    /// Builds the controller's informers in a factory of its own that
+    /// lists and watches so (default: client-go's watch, managedFields
+    /// dropped). It is the other choice to
+    /// [`with_factory`](Self::with_factory), whose factory has its own
+    /// watch configuration: of the two calls, the last one wins.
+    #[must_use]
+    pub fn watch_config(mut self, watch_config: WatchConfig) -> Self {
+        self.informers = Informers::Own(watch_config);
         self
     }
 
@@ -225,7 +255,7 @@ impl ControllerBuilder {
         let name = K::api_resource().kind.to_lowercase();
         Controller {
             client: self.client,
-            factory: self.factory,
+            informers: self.informers,
             namespace: None,
             label_selector: None,
             predicate: None,
@@ -302,7 +332,7 @@ impl ControllerBuilder {
 /// ```
 pub struct Controller<K = ()> {
     client: Client,
-    factory: Option<Arc<InformerFactory>>,
+    informers: Informers,
     namespace: Option<String>,
     label_selector: Option<String>,
     predicate: Option<Predicate<K>>,
@@ -343,7 +373,7 @@ impl Controller {
     pub fn new(client: Client) -> ControllerBuilder {
         ControllerBuilder {
             client,
-            factory: None,
+            informers: Informers::default(),
         }
     }
 }
@@ -585,15 +615,16 @@ impl<K: KubeResource + DeserializeOwned> Controller<K> {
         let registry = self.registry.unwrap_or_default();
         // false when the client already reports to a registry (a Manager's)
         registry.register_client(&self.client);
-        let own_factory = self.factory.is_none();
-        let factory = self.factory.unwrap_or_else(|| {
-            Arc::new(
+        let own_factory = matches!(self.informers, Informers::Own(_));
+        let factory = match self.informers {
+            Informers::Shared(factory) => factory,
+            Informers::Own(watch_config) => Arc::new(
                 InformerFactory::builder(self.client.clone())
-                    .strip_managed_fields(true)
+                    .watch_config(watch_config)
                     .metrics(registry.factory_metrics())
                     .build(),
-            )
-        });
+            ),
+        };
         let limiter = self
             .rate_limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kcontrol_client::Client;
 use kcontrol_indexer::KubeResource;
-use kcontrol_informer::InformerFactory;
+use kcontrol_informer::{InformerFactory, InformerScope, WatchConfig};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -127,14 +127,14 @@ impl Manager {
     pub fn with_scope(client: Client, namespace: Option<String>) -> Self {
         let registry = SharedRegistry::new();
         registry.register_client(&client);
-        let mut factory = InformerFactory::builder(client.clone())
-            .strip_managed_fields(true)
-            .metrics(registry.factory_metrics());
-        if let Some(namespace) = namespace {
-            factory = factory.namespace(namespace);
-        }
+        let scope = InformerScope {
+            namespace,
+            ..InformerScope::default()
+        };
+        let watch_config = WatchConfig::default().strip_managed_fields(true);
+        let factory = own_factory(&client, &registry, &scope, watch_config);
         let health = Health::with_registry(registry);
-        Self::with_factory(client, Arc::new(factory.build()), health)
+        Self::with_factory(client, Arc::new(factory), health)
     }
 
     /// A manager over your factory (its scope, metrics) and health (its
@@ -196,6 +196,20 @@ impl Manager {
         self
     }
 
+    /// How every informer of the manager lists and watches (default:
+    /// client-go's, managedFields dropped): page size, WatchList, watch
+    /// timeout, backoff, pacing. The manager's factory is built again with
+    /// it, in the same scope, reporting to the manager's registry (a
+    /// factory given to [`with_factory`](Self::with_factory) is replaced).
+    /// Call it before [`controller`](Self::controller).
+    #[must_use]
+    pub fn watch_config(mut self, watch_config: WatchConfig) -> Self {
+        let scope = self.factory.scope();
+        let factory = own_factory(&self.client, &self.registry, &scope, watch_config);
+        self.factory = Arc::new(factory);
+        self
+    }
+
     /// Shards the controllers' objects across the replicas of a ring
     /// (see [`sharding`](crate::sharding)): this replica holds a member
     /// Lease, the replica elected on the ring's sharder Lease assigns
@@ -208,14 +222,9 @@ impl Manager {
     pub fn sharded(mut self, config: ShardingConfig) -> Self {
         let mut scope = self.factory.scope();
         scope.label_selector = Some(config.selector());
-        let mut factory = InformerFactory::builder(self.client.clone())
-            .strip_managed_fields(true)
-            .metrics(self.registry.factory_metrics())
-            .label_selector(config.selector());
-        if let Some(namespace) = scope.namespace.clone() {
-            factory = factory.namespace(namespace);
-        }
-        self.factory = Arc::new(factory.build());
+        let watch_config = self.factory.watch_config();
+        let factory = own_factory(&self.client, &self.registry, &scope, watch_config);
+        self.factory = Arc::new(factory);
         let sharder = Sharder::new(self.client.clone(), config.clone()).namespace(scope.namespace);
         self.sharding = Some(Sharding {
             gate: ShardGate::new(&config),
@@ -482,4 +491,27 @@ async fn run_leading(
         ))),
     };
     result.and(elected.map_err(ManagerError::from))
+}
+
+/// A factory of the manager's own: `scope`, `watch_config`, reporting to
+/// `registry`.
+fn own_factory(
+    client: &Client,
+    registry: &SharedRegistry,
+    scope: &InformerScope,
+    watch_config: WatchConfig,
+) -> InformerFactory {
+    let mut factory = InformerFactory::builder(client.clone())
+        .watch_config(watch_config)
+        .metrics(registry.factory_metrics());
+    if let Some(namespace) = &scope.namespace {
+        factory = factory.namespace(namespace.clone());
+    }
+    if let Some(selector) = &scope.label_selector {
+        factory = factory.label_selector(selector.clone());
+    }
+    if let Some(selector) = &scope.field_selector {
+        factory = factory.field_selector(selector.clone());
+    }
+    factory.build()
 }

@@ -1,6 +1,6 @@
 //! [`SharedIndexInformerBuilder`]: the options of a [`SharedIndexInformer`]
-//! (client-go's `SharedIndexInformerOptions`, plus the reflector settings
-//! the informer passes on: transform, WatchList, page size, error handler).
+//! (client-go's `SharedIndexInformerOptions`, plus what the informer passes
+//! on to its reflector: the [`WatchConfig`], transform, error handler).
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kcontrol_indexer::{IndexFunc, Indexers, KubeObject};
 use kcontrol_reflector::{
-    BackoffConfig, ListerWatcher, ReflectorConfig, ReflectorError, ReflectorMetrics,
+    ListerWatcher, ReflectorConfig, ReflectorError, ReflectorMetrics, WatchConfig,
 };
 use serde::de::DeserializeOwned;
 
@@ -121,37 +121,14 @@ impl<K: KubeObject> SharedIndexInformerBuilder<K> {
         self
     }
 
-    /// Drops `metadata.managedFields`, often the largest part of an
-    /// object's metadata and rarely read by controllers
-    /// ([`ReflectorConfig::strip_managed_fields`]): protobuf answers are
-    /// decoded without them (skipped unread), JSON ones stripped after
-    /// decoding, before any [`transform`](Self::transform).
+    /// How the informer lists and watches: page size, WatchList
+    /// (`sendInitialEvents`), dropping `metadata.managedFields` (protobuf
+    /// answers decoded without them, JSON ones stripped before any
+    /// [`transform`](Self::transform)), watch timeout, backoff and pacing
+    /// (default: client-go's).
     #[must_use]
-    pub fn strip_managed_fields(mut self) -> Self {
-        self.reflector.strip_managed_fields = true;
-        self
-    }
-
-    /// Sync through WatchList streaming (`sendInitialEvents`) where the
-    /// server supports it, instead of paged lists.
-    #[must_use]
-    pub fn use_watch_list(mut self, on: bool) -> Self {
-        self.reflector.use_watch_list = on;
-        self
-    }
-
-    /// How the reflector backs off after list and watch failures (default:
-    /// client-go's 800 ms doubling to 30 s, with jitter).
-    #[must_use]
-    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
-        self.reflector.backoff = backoff;
-        self
-    }
-
-    /// Objects per list page (default 500).
-    #[must_use]
-    pub fn page_size(mut self, page_size: u32) -> Self {
-        self.reflector.page_size = page_size;
+    pub fn watch_config(mut self, watch_config: WatchConfig) -> Self {
+        self.reflector.watch_config = watch_config;
         self
     }
 
@@ -173,8 +150,9 @@ impl<K: KubeObject> SharedIndexInformerBuilder<K> {
         self
     }
 
-    /// Every reflector option at once (backoff, watch timeout, ...). The
-    /// informer still sets its resync period and hook.
+    /// Every reflector option at once (its watch configuration, transform,
+    /// error handler, metrics). The informer still sets its resync period
+    /// and hook.
     #[must_use]
     pub fn reflector_config(mut self, config: ReflectorConfig<K>) -> Self {
         self.reflector = config;

@@ -15,7 +15,7 @@ use kcontrol_indexer::{
     compact::CompactPartialObjectMetadata, ApiResource, DynamicObject, KubeObject, KubeResource,
     PartialObjectMetadata, TypedResource,
 };
-use kcontrol_reflector::{BackoffConfig, ListWatch, ListerWatcher};
+use kcontrol_reflector::{ListWatch, ListerWatcher, WatchConfig};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
@@ -304,9 +304,7 @@ pub struct InformerFactoryBuilder {
     client: Client,
     default_resync: Duration,
     scope: InformerScope,
-    use_watch_list: bool,
-    strip_managed_fields: bool,
-    backoff: BackoffConfig,
+    watch_config: WatchConfig,
     transforms: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
     metrics: Option<Arc<dyn FactoryMetrics>>,
@@ -317,8 +315,7 @@ impl fmt::Debug for InformerFactoryBuilder {
         f.debug_struct("InformerFactoryBuilder")
             .field("default_resync", &self.default_resync)
             .field("scope", &self.scope)
-            .field("use_watch_list", &self.use_watch_list)
-            .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("watch_config", &self.watch_config)
             .finish_non_exhaustive()
     }
 }
@@ -359,34 +356,18 @@ impl InformerFactoryBuilder {
         self
     }
 
-    /// Use WatchList streaming (`sendInitialEvents`) instead of paged lists
-    /// where the server supports it.
+    /// How every informer lists and watches: page size, WatchList,
+    /// managedFields, watch timeout, backoff and pacing (default:
+    /// client-go's).
     #[must_use]
-    pub fn use_watch_list(mut self, on: bool) -> Self {
-        self.use_watch_list = on;
-        self
-    }
-
-    /// How every informer's reflector backs off after list and watch
-    /// failures (default: client-go's 800 ms doubling to 30 s, with jitter).
-    #[must_use]
-    pub fn backoff(mut self, backoff: BackoffConfig) -> Self {
-        self.backoff = backoff;
-        self
-    }
-
-    /// Drop `metadata.managedFields` from every object before storing it:
-    /// the informers' `strip_managed_fields`, so protobuf answers are
-    /// decoded without them (skipped unread).
-    #[must_use]
-    pub fn strip_managed_fields(mut self, on: bool) -> Self {
-        self.strip_managed_fields = on;
+    pub fn watch_config(mut self, watch_config: WatchConfig) -> Self {
+        self.watch_config = watch_config;
         self
     }
 
     /// A transform applied to every object of type `K` before it is stored
-    /// (client-go's `WithTransform`, per type). It replaces
-    /// `strip_managed_fields` for `K`.
+    /// (client-go's `WithTransform`, per type). It replaces the watch
+    /// configuration's `strip_managed_fields` for `K`.
     #[must_use]
     pub fn transform<K: KubeObject>(
         mut self,
@@ -422,9 +403,7 @@ impl InformerFactoryBuilder {
             client: self.client,
             default_resync: self.default_resync,
             scope: self.scope,
-            use_watch_list: self.use_watch_list,
-            strip_managed_fields: self.strip_managed_fields,
-            backoff: self.backoff,
+            watch_config: self.watch_config,
             transforms: self.transforms,
             resyncs: self.resyncs,
             metrics: self.metrics,
@@ -465,9 +444,7 @@ pub struct InformerFactory {
     client: Client,
     default_resync: Duration,
     scope: InformerScope,
-    use_watch_list: bool,
-    strip_managed_fields: bool,
-    backoff: BackoffConfig,
+    watch_config: WatchConfig,
     transforms: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
     metrics: Option<Arc<dyn FactoryMetrics>>,
@@ -506,9 +483,7 @@ impl InformerFactory {
             client,
             default_resync: Duration::ZERO,
             scope: InformerScope::default(),
-            use_watch_list: false,
-            strip_managed_fields: false,
-            backoff: BackoffConfig::default(),
+            watch_config: WatchConfig::default(),
             transforms: HashMap::new(),
             resyncs: HashMap::new(),
             metrics: None,
@@ -522,6 +497,11 @@ impl InformerFactory {
         K: KubeResource + DeserializeOwned,
     {
         self.scoped_informer::<K>(self.scope.clone())
+    }
+
+    /// How the factory's informers list and watch.
+    pub fn watch_config(&self) -> WatchConfig {
+        self.watch_config
     }
 
     /// The factory's own scope (its namespace and selectors), to build
@@ -670,10 +650,9 @@ impl InformerFactory {
             .unwrap_or(self.default_resync);
         let name = key.to_string();
         let mut builder = SharedIndexInformer::builder(lw)
+            .watch_config(self.watch_config)
             .name(name.clone())
-            .resync_period(resync)
-            .use_watch_list(self.use_watch_list)
-            .backoff(self.backoff);
+            .resync_period(resync);
         if let Some(metrics) = &self.metrics {
             if let Some(m) = metrics.reflector(&name) {
                 builder = builder.reflector_metrics(m);
@@ -711,8 +690,9 @@ impl InformerFactory {
             .and_then(|t| t.downcast_ref::<Arc<dyn Fn(K) -> K + Send + Sync>>())
             .cloned();
         match custom {
-            Some(f) => builder.transform(move |obj| f(obj)),
-            None if self.strip_managed_fields => builder.strip_managed_fields(),
+            Some(f) => builder
+                .watch_config(self.watch_config.strip_managed_fields(false))
+                .transform(move |obj| f(obj)),
             None => builder,
         }
     }

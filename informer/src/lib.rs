@@ -107,7 +107,7 @@ pub use factory::{
 };
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use informer::SharedIndexInformer;
-pub use kcontrol_reflector::BackoffConfig;
+pub use kcontrol_reflector::{BackoffConfig, PacingPreset, WatchConfig};
 pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;
 pub use registration::{HandlerOptions, HandlerRegistration};

@@ -19,6 +19,7 @@
 //! lists start and finish and each backoff.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
+use kcontrol_reflector::WatchConfig;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -75,7 +76,7 @@ async fn sync(url: &str, watch_list: bool, server: &TestServer) -> (Duration, Du
         Arc::new(api),
         fifo.clone(),
         ReflectorConfig::default()
-            .use_watch_list(watch_list)
+            .watch_config(WatchConfig::default().use_watch_list(watch_list))
             .metrics(finished.clone()),
     ));
     let shutdown = CancellationToken::new();

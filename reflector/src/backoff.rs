@@ -50,13 +50,12 @@ pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 /// Whose pacing rules a reflector follows.
 ///
 /// ```
-/// use kcontrol_reflector::{PacingPreset, ReflectorConfig};
-/// use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
+/// use kcontrol_reflector::{PacingPreset, WatchConfig};
 ///
 /// // a reference reflector paced exactly as a client-go informer's
-/// let reference = ReflectorConfig::<ConfigMap>::default().pacing(PacingPreset::ClientGo);
+/// let reference = WatchConfig::default().pacing(PacingPreset::ClientGo);
 /// assert_eq!(reference.pacing, PacingPreset::ClientGo);
-/// assert_eq!(ReflectorConfig::<ConfigMap>::default().pacing, PacingPreset::Kcontrol);
+/// assert_eq!(WatchConfig::default().pacing, PacingPreset::Kcontrol);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]

@@ -8,7 +8,9 @@
 //!   or syncs through WatchList, then watches, with client-go's
 //!   resourceVersion rules, 410 handling, backoff and resyncs; the
 //!   contracts RF1–RF9 are listed on its page;
-//! - [`ReflectorConfig`] and [`BackoffConfig`] hold its options, and
+//! - [`ReflectorConfig`] holds its options: a [`WatchConfig`] (how it lists
+//!   and watches, the value every layer above takes too), with
+//!   [`BackoffConfig`], and what it does with the objects;
 //!   [`PacingPreset`] chooses kcontrol's pacing or client-go's (RF5);
 //! - [`ReflectorError`] is what its error handler receives;
 //! - [`metrics`] has the [`ReflectorMetrics`] hooks, and with the
@@ -99,7 +101,9 @@ mod watch;
 mod watch_list;
 
 pub use backoff::PacingPreset;
-pub use config::{BackoffConfig, ErrorHandlerFn, ReflectorConfig, ShouldResyncFn, TransformFn};
+pub use config::{
+    BackoffConfig, ErrorHandlerFn, ReflectorConfig, ShouldResyncFn, TransformFn, WatchConfig,
+};
 pub use error::ReflectorError;
 pub use lister_watcher::{ListWatch, ListerWatcher, WatchEventStream};
 pub use metrics::{NoopReflectorMetrics, ReflectorMetrics, RestartCause, WatchEventType};

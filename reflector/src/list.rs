@@ -65,7 +65,7 @@ where
     /// at a specific version go unpaged so the watch cache serves them,
     /// unless the server has shown it pages even at `"0"`.
     pub(crate) fn page_limit(&self, rv: &str) -> Option<u32> {
-        let size = self.config.page_size;
+        let size = self.config.watch_config.page_size;
         if size == 0 {
             return None;
         }

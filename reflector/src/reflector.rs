@@ -182,7 +182,10 @@ where
             .unwrap_or_else(|| Arc::new(NoopReflectorMetrics));
         Self {
             expected: lister_watcher.api_resource(),
-            pacing: Mutex::new(Pacing::new(config.pacing, config.backoff)),
+            pacing: Mutex::new(Pacing::new(
+                config.watch_config.pacing,
+                config.watch_config.backoff,
+            )),
             lister_watcher,
             fifo,
             config,
@@ -276,7 +279,7 @@ where
     /// Gets the current state into the FIFO: through WatchList when enabled
     /// and supported (returning the watch to go on with), else a list.
     async fn sync(&self) -> Result<Option<WatchEventStream<K>>, ReflectorError> {
-        if self.config.use_watch_list {
+        if self.config.watch_config.use_watch_list {
             loop {
                 let preset = self.pacing.lock().preset();
                 match self.watch_list().await {
@@ -471,7 +474,7 @@ where
     /// (a protobuf answer came without them) and applies the transform.
     pub(crate) fn prepare(&self, mut obj: K) -> Result<K, ReflectorError> {
         self.check_kind(&obj)?;
-        if self.config.strip_managed_fields {
+        if self.config.watch_config.strip_managed_fields {
             obj.drop_managed_fields();
         }
         Ok(match &self.config.transform {
@@ -483,7 +486,7 @@ where
     /// The parameters every list starts from: the decoding the config asks.
     pub(crate) fn base_list_params(&self) -> ListParams {
         ListParams {
-            strip_managed_fields: self.config.strip_managed_fields,
+            strip_managed_fields: self.config.watch_config.strip_managed_fields,
             ..ListParams::default()
         }
     }
@@ -491,7 +494,7 @@ where
     /// The parameters every watch starts from: the decoding the config asks.
     pub(crate) fn base_watch_params(&self) -> WatchParams {
         WatchParams {
-            strip_managed_fields: self.config.strip_managed_fields,
+            strip_managed_fields: self.config.watch_config.strip_managed_fields,
             ..WatchParams::default()
         }
     }
@@ -562,6 +565,7 @@ fn error_stops(error: &ReflectorError) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::WatchConfig;
     use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 
     fn assert_send<T: Send>(_: &T) {}
@@ -625,7 +629,7 @@ mod tests {
         let reflector = Reflector::new(
             Arc::new(api),
             DeltaFifo::builder().build(),
-            ReflectorConfig::default().page_size(100),
+            ReflectorConfig::default().watch_config(WatchConfig::default().page_size(100)),
         );
         assert_eq!(reflector.page_limit("0"), Some(100));
         assert_eq!(reflector.page_limit(""), Some(100));

@@ -117,7 +117,7 @@ where
     async fn start_watch(&self) -> Result<WatchEventStream<K>, ReflectorError> {
         let rv = self.last_sync_resource_version().unwrap_or_default();
         let params = self.base_watch_params().timeout(watch_timeout_seconds(
-            self.config.min_watch_timeout,
+            self.config.watch_config.min_watch_timeout,
             rand::random::<f64>(),
         ));
         self.watch_starting();

@@ -69,7 +69,7 @@ where
         let params = self
             .base_watch_params()
             .timeout(watch_timeout_seconds(
-                self.config.min_watch_timeout,
+                self.config.watch_config.min_watch_timeout,
                 rand::random::<f64>(),
             ))
             .streaming_lists();

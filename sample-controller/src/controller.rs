@@ -15,6 +15,7 @@
 //! (syncs in flight finish, 30 s at most), the last events flushed, the
 //! Lease released.
 
+use kcontrol_informer::WatchConfig;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -176,9 +177,12 @@ fn informer_factory(
 ) -> Result<InformerFactory, ControllerError> {
     let registry = options.registry.as_ref();
     let mut factory = InformerFactory::builder(client.clone())
-        .default_resync(options.resync_period.unwrap_or(Duration::ZERO))
-        .strip_managed_fields(true)
-        .backoff(options.reflector_backoff);
+        .watch_config(
+            WatchConfig::default()
+                .strip_managed_fields(true)
+                .backoff(options.reflector_backoff),
+        )
+        .default_resync(options.resync_period.unwrap_or(Duration::ZERO));
     if let Some(namespace) = &options.namespace {
         factory = factory.namespace(namespace.clone());
     }

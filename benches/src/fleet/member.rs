@@ -4,6 +4,7 @@
 //! and a lister-watcher that records when each request was tried
 //! (refused connections and request-level retries included).
 
+use kcontrol_reflector::WatchConfig;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -109,9 +110,12 @@ impl Member {
             Arc::new(lw),
             fifo.clone(),
             ReflectorConfig::default()
-                .name(format!("fleet-{index}"))
-                .use_watch_list(watch_list)
-                .pacing(pacing),
+                .watch_config(
+                    WatchConfig::default()
+                        .use_watch_list(watch_list)
+                        .pacing(pacing),
+                )
+                .name(format!("fleet-{index}")),
         ));
         let shutdown = CancellationToken::new();
         let run = tokio::spawn({

@@ -2,6 +2,7 @@
 //! beside a bare decode of the same list bytes, each in a fresh child
 //! process (see the scenario's doc for what the memory figures include).
 
+use kcontrol_reflector::WatchConfig;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -144,9 +145,11 @@ pub async fn decode_child(spec: &ChildSpec) -> Result<Value, String> {
 /// managedFields stripped, default page size, WatchList as the spec says.
 pub fn builder(spec: &ChildSpec) -> Result<SharedIndexInformerBuilder<ConfigMap>, String> {
     let api = Api::<ConfigMap>::namespaced(client(&spec.url)?, &spec.namespace);
-    Ok(SharedIndexInformer::builder(api)
-        .use_watch_list(spec.watch_list)
-        .strip_managed_fields())
+    Ok(SharedIndexInformer::builder(api).watch_config(
+        WatchConfig::default()
+            .use_watch_list(spec.watch_list)
+            .strip_managed_fields(true),
+    ))
 }
 
 /// Child: one informer's initial sync, measured, of the type the spec asks.
@@ -161,26 +164,22 @@ pub async fn sync_with(spec: &ChildSpec, client: Client) -> Result<Value, String
     match spec.kind {
         "compact" => {
             let api = Api::<CompactConfigMap>::namespaced(client, ns);
-            sync_of(spec, SharedIndexInformer::builder(api)).await
+            sync_of(spec, SharedIndexInformer::builder(api), false).await
         }
         "metadata" => {
             let api = Api::<ConfigMap>::namespaced(client, ns).metadata();
             let builder = SharedIndexInformer::<PartialObjectMetadata<ConfigMap>>::builder(api);
-            sync_of(spec, builder.strip_managed_fields()).await
+            sync_of(spec, builder, true).await
         }
         "compact-metadata" => {
             let api = Api::<ConfigMap>::namespaced(client, ns).compact_metadata();
             let builder =
                 SharedIndexInformer::<CompactPartialObjectMetadata<ConfigMap>>::builder(api);
-            sync_of(spec, builder.strip_managed_fields()).await
+            sync_of(spec, builder, true).await
         }
         _ => {
             let api = Api::<ConfigMap>::namespaced(client, ns);
-            sync_of(
-                spec,
-                SharedIndexInformer::builder(api).strip_managed_fields(),
-            )
-            .await
+            sync_of(spec, SharedIndexInformer::builder(api), true).await
         }
     }
 }
@@ -189,10 +188,14 @@ pub async fn sync_with(spec: &ChildSpec, client: Client) -> Result<Value, String
 pub(crate) async fn sync_of<K: KubeObject + DeserializeOwned>(
     spec: &ChildSpec,
     builder: SharedIndexInformerBuilder<K>,
+    strip_managed_fields: bool,
 ) -> Result<Value, String> {
     let counts = Arc::new(SyncCounts::default());
-    let informer = builder
+    let watch_config = WatchConfig::default()
         .use_watch_list(spec.watch_list)
+        .strip_managed_fields(strip_managed_fields);
+    let informer = builder
+        .watch_config(watch_config)
         .reflector_metrics(Arc::clone(&counts) as Arc<dyn ReflectorMetrics>)
         .build();
     let adds = Arc::new(AtomicUsize::new(0));

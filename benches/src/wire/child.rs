@@ -164,19 +164,24 @@ async fn memory_sync(spec: &ChildSpec, row: Row) -> Result<Value, String> {
     match row.cached_type {
         CachedType::ConfigMap => {
             let builder = SharedIndexInformer::<ConfigMap>::builder(lw);
-            sync_of(spec, builder.strip_managed_fields()).await
+            sync_of(spec, builder, true).await
         }
         CachedType::CompactConfigMap => {
-            sync_of(spec, SharedIndexInformer::<CompactConfigMap>::builder(lw)).await
+            sync_of(
+                spec,
+                SharedIndexInformer::<CompactConfigMap>::builder(lw),
+                false,
+            )
+            .await
         }
         CachedType::Metadata => {
             let builder = SharedIndexInformer::<PartialObjectMetadata<ConfigMap>>::builder(lw);
-            sync_of(spec, builder.strip_managed_fields()).await
+            sync_of(spec, builder, true).await
         }
         CachedType::CompactMetadata => {
             let builder =
                 SharedIndexInformer::<CompactPartialObjectMetadata<ConfigMap>>::builder(lw);
-            sync_of(spec, builder.strip_managed_fields()).await
+            sync_of(spec, builder, true).await
         }
     }
 }

@@ -3,6 +3,7 @@
 //! writes each object's assignment ([`decide`](super::decide)) as its
 //! shard label, every write guarded by the object's `resourceVersion`.
 
+use kcontrol_informer::WatchConfig;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +150,7 @@ impl Sharder {
     /// [`ShardingError::Sharder`] when the informer cannot start.
     pub fn watch_members(&self) -> Result<MemberWatch, ShardingError> {
         let factory = InformerFactory::builder(self.client.clone())
-            .strip_managed_fields(true)
+            .watch_config(WatchConfig::default().strip_managed_fields(true))
             .build();
         let leases = factory.scoped_informer::<Lease>(
             InformerScope::all()
@@ -210,7 +211,7 @@ impl Sharder {
         let live = members.tracker.live.subscribe();
         tracing::info!(ring = %self.config.ring, members = ?live.borrow().clone(), "sharder running");
         let mut builder = InformerFactory::builder(self.client.clone())
-            .strip_managed_fields(true)
+            .watch_config(WatchConfig::default().strip_managed_fields(true))
             .default_resync(RESYNC);
         if let Some(ns) = &self.namespace {
             builder = builder.namespace(ns.clone());

@@ -16,8 +16,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcontrol_controller::predicate::Predicate;
 use kcontrol_controller::{Action, Context, Controller, ControllerError};
 use kcontrol_indexer::Object;
-use kcontrol_informer::InformerFactory;
-use kcontrol_testserver::TestServer;
+use kcontrol_informer::{InformerFactory, WatchConfig};
+use kcontrol_testserver::{TestServer, Verb};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -470,6 +470,43 @@ async fn lean_types_are_reconciled_owned_and_read_from_the_cache() {
             Some("Opaque".to_owned())
         )
     );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    server.shutdown().await;
+}
+
+/// The ConfigMap requests `server` answered: their verbs and queries.
+pub(crate) fn configmap_requests(server: &TestServer) -> Vec<(Option<Verb>, String)> {
+    server
+        .request_log()
+        .into_iter()
+        .filter(|r| r.resource.as_deref() == Some("configmaps"))
+        .map(|r| (r.verb, r.query))
+        .collect()
+}
+
+/// Whether the requests synced through WatchList and never listed.
+pub(crate) fn synced_by_watch_list(requests: &[(Option<Verb>, String)]) -> bool {
+    !requests.iter().any(|(verb, _)| *verb == Some(Verb::List))
+        && requests.iter().any(|(verb, query)| {
+            *verb == Some(Verb::Watch) && query.contains("sendInitialEvents=true")
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_lists_and_watches_as_its_watch_config_says() {
+    let (server, client) = server().await;
+    create_cm(&server, "default", "a", json!({}));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let shutdown = CancellationToken::new();
+    let controller = Controller::new(client)
+        .watch_config(WatchConfig::default().use_watch_list(true))
+        .for_resource::<ConfigMap>()
+        .workers(1);
+    let run = tokio::spawn(controller.run(record(tx), shutdown.clone()));
+    assert_eq!(next(&mut rx).await, "default/a");
+    let requests = configmap_requests(&server);
+    assert!(synced_by_watch_list(&requests), "{requests:?}");
     shutdown.cancel();
     run.await.unwrap().unwrap();
     server.shutdown().await;

@@ -15,6 +15,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcontrol_client::Api;
 use kcontrol_controller::{Action, Context, LeaderElectionConfig, Manager};
+use kcontrol_informer::WatchConfig;
 use kcontrol_testserver::{TestServer, Verb};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -100,6 +101,37 @@ async fn ct17_controllers_share_one_factory_one_health_server_and_one_shutdown()
         std::net::TcpStream::connect(addr).is_err()
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_managers_watch_config_reaches_its_informers() {
+    let (server, client) = server().await;
+    seed(&server);
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let mut manager =
+        Manager::new(client).watch_config(WatchConfig::default().use_watch_list(true));
+    let configmaps = manager.controller::<ConfigMap>();
+    manager.add(
+        configmaps,
+        move |_cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let tx = tx.clone();
+            async move {
+                tx.send(ctx.key().to_owned()).unwrap();
+                Ok::<_, std::io::Error>(Action::Done)
+            }
+        },
+    );
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(manager.run(shutdown.clone()));
+    assert_eq!(next(&mut rx).await, "default/app");
+    let requests = crate::controller::configmap_requests(&server);
+    assert!(
+        crate::controller::synced_by_watch_list(&requests),
+        "{requests:?}"
+    );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    server.shutdown().await;
 }
 
 fn lease_config(identity: &str) -> LeaderElectionConfig {

@@ -8,6 +8,7 @@
 //! handler's notifications — a handler added before start, and one added
 //! in the middle of the chaos (RF8 through the informer, IN2 under faults).
 
+use kcontrol_informer::WatchConfig;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -198,15 +199,17 @@ async fn chaos_store_and_handlers_converge_to_the_server() {
     let informer = SharedIndexInformer::builder(Api::<ConfigMap>::all(client(&server)))
         .name("chaos")
         .reflector_config(
-            ReflectorConfig::default()
-                .page_size(150)
-                .min_watch_timeout(Duration::from_secs(2))
-                .backoff(BackoffConfig {
-                    initial: Duration::from_millis(20),
-                    max: Duration::from_millis(300),
-                    reset_after: Duration::from_secs(3),
-                    jitter: 0.5,
-                }),
+            ReflectorConfig::default().watch_config(
+                WatchConfig::default()
+                    .page_size(150)
+                    .min_watch_timeout(Duration::from_secs(2))
+                    .backoff(BackoffConfig {
+                        initial: Duration::from_millis(20),
+                        max: Duration::from_millis(300),
+                        reset_after: Duration::from_secs(3),
+                        jitter: 0.5,
+                    }),
+            ),
         )
         .build();
     let early = Recorder::new();

@@ -2,6 +2,7 @@
 //! server over HTTP, with the server misbehaving where the rule is about
 //! what happens then.
 
+use kcontrol_informer::WatchConfig;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,12 +23,12 @@ use crate::support::*;
 
 /// Fast retries: the tests make the server fail on purpose.
 fn quick_reflector() -> ReflectorConfig<ConfigMap> {
-    ReflectorConfig::default().backoff(BackoffConfig {
+    ReflectorConfig::default().watch_config(WatchConfig::default().backoff(BackoffConfig {
         initial: Duration::from_millis(20),
         max: Duration::from_millis(200),
         reset_after: Duration::from_secs(5),
         jitter: 0.5,
-    })
+    }))
 }
 
 struct Running {
@@ -392,7 +393,7 @@ async fn in5_the_transform_drops_managed_fields_before_storing() {
         .unwrap();
     let plain = informer_of(&server, "default").build();
     let stripped = informer_of(&server, "default")
-        .strip_managed_fields()
+        .watch_config(WatchConfig::default().strip_managed_fields(true))
         .build();
     let seen: Arc<Mutex<Option<Option<Vec<ManagedFieldsEntry>>>>> = Arc::default();
     let sink = Arc::clone(&seen);
@@ -441,7 +442,9 @@ async fn a_watch_list_informer_syncs_and_follows_like_a_listing_one() {
             .create("configmaps", "default", cm(&format!("c{i}"), "0"))
             .unwrap();
     }
-    let streaming = informer_of(&server, "default").use_watch_list(true).build();
+    let streaming = informer_of(&server, "default")
+        .watch_config(WatchConfig::default().use_watch_list(true))
+        .build();
     let listing = informer_of(&server, "default").build();
     let (rs, rl) = (Recorder::new(), Recorder::new());
     let regs = [

@@ -5,6 +5,7 @@
 //! server; the server's request log shows each list and watch went over
 //! the encoding asked for.
 
+use kcontrol_informer::WatchConfig;
 use std::collections::BTreeMap;
 
 use kcontrol_client::ContentType;
@@ -51,8 +52,8 @@ async fn informers_follow_the_server(encoding: ContentType, use_watch_list: bool
             .unwrap();
     }
     let factory = InformerFactory::builder(client(&server).with_content_type(encoding))
+        .watch_config(WatchConfig::default().use_watch_list(use_watch_list))
         .namespace("a")
-        .use_watch_list(use_watch_list)
         .build();
     let full = factory.informer::<ConfigMap>();
     let compact = factory.informer::<CompactConfigMap>();

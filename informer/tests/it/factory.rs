@@ -2,6 +2,7 @@
 //! starts them all (later ones on the next start), waits for them all and
 //! reports each, and shuts them down.
 
+use kcontrol_informer::WatchConfig;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -238,7 +239,7 @@ async fn metadata_informer_follows_the_server(use_watch_list: bool) {
     use kcontrol_indexer::PartialObjectMetadata;
     let server = web_configmaps().await;
     let factory = InformerFactory::builder(client(&server))
-        .use_watch_list(use_watch_list)
+        .watch_config(WatchConfig::default().use_watch_list(use_watch_list))
         .build();
     let meta = factory.metadata_informer::<ConfigMap>();
     let full = factory.informer::<ConfigMap>();
@@ -312,7 +313,7 @@ async fn a_compact_metadata_informer_holds_what_the_metadata_informer_holds() {
     let server = web_configmaps().await;
     // CompactMeta never keeps managedFields
     let factory = InformerFactory::builder(client(&server))
-        .strip_managed_fields(true)
+        .watch_config(WatchConfig::default().strip_managed_fields(true))
         .build();
     let meta = factory.metadata_informer::<ConfigMap>();
     let compact = factory.compact_metadata_informer::<ConfigMap>();
@@ -380,8 +381,8 @@ async fn the_factory_strips_managed_fields_unless_a_transform_replaces_it() {
         .create("secrets", "default", secret)
         .unwrap();
     let factory = InformerFactory::builder(client(&server))
+        .watch_config(WatchConfig::default().strip_managed_fields(true))
         .namespace("default")
-        .strip_managed_fields(true)
         .transform(|s: Secret| s)
         .build();
     let configmaps = factory.informer::<ConfigMap>();

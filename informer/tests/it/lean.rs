@@ -4,6 +4,7 @@
 //! on the server and in the cache, and handed to handlers, and the cache
 //! ends equal to the server's objects.
 
+use kcontrol_informer::WatchConfig;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -93,8 +94,8 @@ async fn lean_informers_follow_the_server(use_watch_list: bool) {
             .unwrap();
     }
     let factory = InformerFactory::builder(client(&server))
+        .watch_config(WatchConfig::default().use_watch_list(use_watch_list))
         .namespace("a")
-        .use_watch_list(use_watch_list)
         .build();
     let web = factory.scope().label_selector("app=web");
     let compact = factory.scoped_informer::<CompactConfigMap>(web);

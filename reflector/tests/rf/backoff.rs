@@ -4,6 +4,7 @@
 //! 5xx and very short watches relist after growing waits; lists that fail back off too. Timings are only asserted as lower
 //! bounds (a wait the reflector must have made), never as speed.
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -55,7 +56,7 @@ async fn rf4_a_429_waits_at_least_retry_after_before_watching_again() {
     let (lw, calls) = recording(&server);
     let h = Harness::start(
         Arc::new(lw),
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -101,7 +102,10 @@ async fn rf4_5xx_answers_to_watches_relist_with_growing_waits() {
         reset_after: Duration::from_secs(30),
         jitter: 0.0,
     };
-    let h = Harness::start(Arc::new(lw), ReflectorConfig::default().backoff(backoff));
+    let h = Harness::start(
+        Arc::new(lw),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(backoff)),
+    );
     h.synced().await;
     h.converge(&server).await;
     wait_watch_delivered(&server, &h).await;
@@ -141,7 +145,7 @@ async fn rf4_5xx_error_events_and_very_short_watches_relist() {
     let proxy = Proxy::start(server.url()).await;
     let h = Harness::for_url(
         &proxy.url(),
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -241,7 +245,7 @@ async fn rf4_refused_connections_back_off_and_watch_again_without_a_relist() {
     });
     let h = Harness::start(
         lw.clone(),
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -271,7 +275,7 @@ async fn rf4_watches_dropped_before_an_answer_watch_again_after_a_backoff() {
     server.faults().set_latency(Duration::from_millis(300));
     let h = Harness::for_url(
         &proxy.url(),
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -325,12 +329,12 @@ async fn rf5_failing_lists_back_off_then_sync() {
     let initial = Duration::from_millis(40);
     let h = Harness::start(
         Arc::new(lw),
-        ReflectorConfig::default().backoff(BackoffConfig {
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(BackoffConfig {
             initial,
             max: Duration::from_secs(1),
             reset_after: Duration::from_secs(30),
             jitter: 0.0,
-        }),
+        })),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -359,7 +363,7 @@ async fn rf4_a_watch_cache_initializing_is_waited_for_without_a_relist() {
     let (lw, calls) = recording(&server);
     let h = Harness::start(
         Arc::new(lw),
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     let watches = wait_rewatch(&calls, 1).await;

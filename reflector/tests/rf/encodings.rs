@@ -4,6 +4,7 @@
 //! lists and watches really went over that encoding (the `Content-Type` of
 //! each answer), then that the store converges (RF8).
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::Arc;
 
 use kcontrol_client::{Api, ContentType};
@@ -91,9 +92,11 @@ async fn stripped_managed_fields(encoding: ContentType) {
         let cm = with_managed_fields(&format!("cm-{i}"), "v0");
         server.objects().create("configmaps", NS, cm).unwrap();
     }
-    let config = ReflectorConfig::default()
-        .backoff(fast_backoff())
-        .strip_managed_fields(true);
+    let config = ReflectorConfig::default().watch_config(
+        WatchConfig::default()
+            .backoff(fast_backoff())
+            .strip_managed_fields(true),
+    );
     let h = harness(&server, encoding, config);
     h.synced().await;
     h.converge(&server).await;
@@ -123,8 +126,7 @@ async fn paged_list_then_watch(encoding: ContentType) {
         &server,
         encoding,
         ReflectorConfig::default()
-            .backoff(fast_backoff())
-            .page_size(10),
+            .watch_config(WatchConfig::default().backoff(fast_backoff()).page_size(10)),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -147,7 +149,7 @@ async fn expired_relist(encoding: ContentType) {
     let h = harness(
         &server,
         encoding,
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -164,7 +166,7 @@ async fn bookmarks(encoding: ContentType) {
     let h = harness(
         &server,
         encoding,
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -191,9 +193,11 @@ async fn bookmarks(encoding: ContentType) {
 async fn watch_list(encoding: ContentType) {
     let server = server().await;
     seed(&server, 40);
-    let config = ReflectorConfig::default()
-        .backoff(fast_backoff())
-        .use_watch_list(true);
+    let config = ReflectorConfig::default().watch_config(
+        WatchConfig::default()
+            .backoff(fast_backoff())
+            .use_watch_list(true),
+    );
     let h = harness(&server, encoding, config);
     h.synced().await;
     h.converge(&server).await;
@@ -212,7 +216,7 @@ async fn error_event(encoding: ContentType) {
     let h = harness(
         &server,
         encoding,
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -239,7 +243,7 @@ async fn corrupt_frame(encoding: ContentType) {
     let h = harness(
         &server,
         encoding,
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     h.synced().await;
     h.converge(&server).await;

@@ -3,6 +3,7 @@
 //! transform runs before queueing, metrics count what happened, selectors
 //! reach lists and watches, and a second `run` does not start twice.
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +20,7 @@ use tokio::sync::Notify;
 use crate::support::*;
 
 fn config() -> ReflectorConfig<ConfigMap> {
-    ReflectorConfig::default().backoff(fast_backoff())
+    ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff()))
 }
 
 /// Cancels the harness's token and checks `run` returns within 5 s.
@@ -67,10 +68,10 @@ async fn shutdown_ends_run_promptly_mid_watch_and_mid_backoff() {
     server.faults().fail_next(10_000, Failure::InternalError);
     let h = Harness::for_url(
         server.url(),
-        ReflectorConfig::default().backoff(BackoffConfig {
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(BackoffConfig {
             initial: Duration::from_secs(60),
             ..BackoffConfig::default()
-        }),
+        })),
     );
     let errors = h.errors.clone();
     eventually_within("a failed list", DEADLINE, async || {
@@ -98,10 +99,10 @@ async fn closing_the_fifo_ends_run() {
     server.faults().fail_next(10_000, Failure::InternalError);
     let mut h = Harness::for_url(
         server.url(),
-        ReflectorConfig::default().backoff(BackoffConfig {
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(BackoffConfig {
             initial: Duration::from_secs(60),
             ..BackoffConfig::default()
-        }),
+        })),
     );
     let errors = h.errors.clone();
     eventually_within("a failed list", DEADLINE, async || {

@@ -2,6 +2,7 @@
 //! tokens, one huge page) and RF9 (objects flow into the FIFO while the
 //! list is still arriving; a broken relist deletes nothing).
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -14,8 +15,13 @@ use tokio::sync::Notify;
 
 use crate::support::*;
 
+/// How these tests list and watch.
+fn watch() -> WatchConfig {
+    WatchConfig::default().backoff(fast_backoff())
+}
+
 fn config() -> ReflectorConfig<ConfigMap> {
-    ReflectorConfig::default().backoff(fast_backoff())
+    ReflectorConfig::default().watch_config(watch())
 }
 
 /// Makes the next watch answer a 410 ERROR event, so the reflector relists.
@@ -124,7 +130,7 @@ async fn rf2_consistent_lists_are_paged_with_continue_tokens() {
     server.faults().expire_next_lists(1); // the "" fallback is paged
     let lw = RecordingLw::new(Api::namespaced(client_for(server.url()), NS));
     let calls = lw.calls.clone();
-    let h = Harness::start(Arc::new(lw), config().page_size(10));
+    let h = Harness::start(Arc::new(lw), config().watch_config(watch().page_size(10)));
     h.synced().await;
     h.converge(&server).await;
     let lists = calls_of(&calls, false);
@@ -168,7 +174,7 @@ async fn rf2_an_expired_continue_token_falls_back_to_one_full_list() {
         }
     });
     let calls = lw.calls.clone();
-    let h = Harness::start(Arc::new(lw), config().page_size(10));
+    let h = Harness::start(Arc::new(lw), config().watch_config(watch().page_size(10)));
     h.synced().await;
     h.converge(&server).await;
     let lists = calls_of(&calls, false);

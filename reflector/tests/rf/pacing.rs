@@ -5,6 +5,7 @@
 //! jitter off) or checked as lower bounds on the calls' times; the
 //! testserver counts requests that came sooner than their Retry-After.
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,13 +59,15 @@ async fn rf5_a_watch_failing_with_503_and_retry_after_is_watched_again_not_relis
     let (lw, calls) = recording(&ours);
     let h = Harness::start(
         Arc::new(lw),
-        ReflectorConfig::default().backoff(fast_backoff()),
+        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
     );
     let go = Harness::for_url(
         theirs.url(),
-        ReflectorConfig::default()
-            .backoff(fast_backoff())
-            .pacing(PacingPreset::ClientGo),
+        ReflectorConfig::default().watch_config(
+            WatchConfig::default()
+                .backoff(fast_backoff())
+                .pacing(PacingPreset::ClientGo),
+        ),
     );
     for (h, s) in [(&h, &ours), (&go, &theirs)] {
         h.synced().await;
@@ -132,7 +135,7 @@ async fn rf5_a_flapping_server_does_not_get_the_reflector_back_at_the_initial_ba
     let h = Harness::for_url(
         server.url(),
         ReflectorConfig::default()
-            .backoff(exact(Duration::from_millis(100)))
+            .watch_config(WatchConfig::default().backoff(exact(Duration::from_millis(100))))
             .metrics(recorder.clone()),
     );
     h.synced().await;
@@ -199,7 +202,8 @@ async fn rf5_a_server_that_falls_over_within_a_second_of_its_return_gets_no_list
     seed(&server, 3);
     let h = Harness::for_url(
         server.url(),
-        ReflectorConfig::default().backoff(exact(Duration::from_millis(120))),
+        ReflectorConfig::default()
+            .watch_config(WatchConfig::default().backoff(exact(Duration::from_millis(120)))),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -238,9 +242,11 @@ async fn rf6_a_watch_list_answered_429_is_tried_again_after_the_wait_not_listed(
     let (lw, calls) = recording(&server);
     let h = Harness::start(
         Arc::new(lw),
-        ReflectorConfig::default()
-            .backoff(fast_backoff())
-            .use_watch_list(true),
+        ReflectorConfig::default().watch_config(
+            WatchConfig::default()
+                .backoff(fast_backoff())
+                .use_watch_list(true),
+        ),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -285,10 +291,12 @@ async fn rf6_a_watch_list_throttled_without_a_wait_backs_off_and_tries_again_as_
         });
         let h = Harness::for_url(
             &proxy.url(),
-            ReflectorConfig::default()
-                .backoff(fast_backoff())
-                .use_watch_list(true)
-                .pacing(pacing),
+            ReflectorConfig::default().watch_config(
+                WatchConfig::default()
+                    .backoff(fast_backoff())
+                    .use_watch_list(true)
+                    .pacing(pacing),
+            ),
         );
         h.synced().await;
         h.converge(&server).await;
@@ -323,7 +331,7 @@ async fn rf5_a_wait_asked_in_an_error_event_is_a_floor_under_a_growing_backoff()
     let h = Harness::for_url(
         &proxy.url(),
         ReflectorConfig::default()
-            .backoff(exact(Duration::from_millis(400)))
+            .watch_config(WatchConfig::default().backoff(exact(Duration::from_millis(400))))
             .metrics(recorder.clone()),
     );
     h.synced().await;

@@ -11,6 +11,7 @@
 //! the grown backoff first. The client-go preset, on a server of its own
 //! restarted at the same moment, shows that wait.
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,8 +37,7 @@ fn start(server: &TestServer, pacing: PacingPreset, recorder: &Arc<Recorder>) ->
     Harness::start(
         Arc::new(api),
         ReflectorConfig::default()
-            .backoff(backoff)
-            .pacing(pacing)
+            .watch_config(WatchConfig::default().backoff(backoff).pacing(pacing))
             .metrics(recorder.clone()),
     )
 }

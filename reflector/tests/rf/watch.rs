@@ -3,6 +3,7 @@
 //! errors) and RF7 (corrupt frames and objects of another kind restart the
 //! watch; when they keep coming, a relist).
 
+use kcontrol_reflector::WatchConfig;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,8 +19,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::*;
 
+/// How these tests list and watch.
+fn watch() -> WatchConfig {
+    WatchConfig::default().backoff(fast_backoff())
+}
+
 fn config() -> ReflectorConfig<ConfigMap> {
-    ReflectorConfig::default().backoff(fast_backoff())
+    ReflectorConfig::default().watch_config(watch())
 }
 
 fn recording(server: &TestServer) -> (RecordingLw, Arc<Mutex<Vec<Call>>>) {
@@ -57,7 +63,7 @@ async fn rf3_watches_start_at_the_synced_version_with_bookmarks_and_a_random_tim
     let (lw, calls) = recording(&server);
     let h = Harness::start(
         Arc::new(lw),
-        config().min_watch_timeout(Duration::from_secs(60)),
+        config().watch_config(watch().min_watch_timeout(Duration::from_secs(60))),
     );
     h.synced().await;
     let watches = watch_calls_beyond(&calls, 0).await;
@@ -339,7 +345,7 @@ async fn rf7_dynamic_objects_of_another_kind_are_rejected() {
         Arc::new(api),
         fifo.clone(),
         ReflectorConfig::default()
-            .backoff(fast_backoff())
+            .watch_config(WatchConfig::default().backoff(fast_backoff()))
             .error_handler(move |e: &ReflectorError| recorded.lock().unwrap().push(e.to_string())),
     ));
     let shutdown = CancellationToken::new();

@@ -3,6 +3,7 @@
 //! and is retried; servers that refuse or ignore `sendInitialEvents` get
 //! list + watch, remembered.
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -12,10 +13,15 @@ use kcontrol_testserver::Verb;
 
 use crate::support::*;
 
-fn config() -> ReflectorConfig<ConfigMap> {
-    ReflectorConfig::default()
+/// How these tests list and watch.
+fn watch() -> WatchConfig {
+    WatchConfig::default()
         .backoff(fast_backoff())
         .use_watch_list(true)
+}
+
+fn config() -> ReflectorConfig<ConfigMap> {
+    ReflectorConfig::default().watch_config(watch())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,7 +183,7 @@ async fn rf6_falls_back_when_the_server_ignores_send_initial_events() {
     });
     let h = Harness::for_url(
         &proxy.url(),
-        config().min_watch_timeout(std::time::Duration::from_secs(1)),
+        config().watch_config(watch().min_watch_timeout(std::time::Duration::from_secs(1))),
     );
     h.synced().await;
     h.converge(&server).await;

@@ -1,6 +1,7 @@
 //! The informer alone: a lister-watcher whose list is empty and whose
 //! watch yields the events a writer thread sends on a channel.
 
+use kcontrol_reflector::WatchConfig;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -67,7 +68,7 @@ pub async fn latencies(rate: u64, seconds: u64) -> Result<Vec<u64>, String> {
     let informer = SharedIndexInformer::builder(ChannelWatch {
         events: Mutex::new(Some(rx)),
     })
-    .strip_managed_fields()
+    .watch_config(WatchConfig::default().strip_managed_fields(true))
     .build();
     let total = usize::try_from(rate * seconds).map_err(|e| e.to_string())?;
     let events = (0..total).map(event).collect::<Result<Vec<_>, _>>()?;
