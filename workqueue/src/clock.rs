@@ -19,6 +19,14 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn on_jump(&self, waker: Waker) {
         drop(waker);
     }
+
+    /// Whether [`now`](Self::now) is [`Instant::now`]: a caller that has
+    /// just read `Instant::now()` may then use its reading instead of
+    /// asking again (one clock read per rate-limited add instead of two).
+    /// The default says no.
+    fn is_real(&self) -> bool {
+        false
+    }
 }
 
 /// The real monotonic clock ([`Instant::now`]).
@@ -28,6 +36,10 @@ pub struct RealClock;
 impl Clock for RealClock {
     fn now(&self) -> Instant {
         Instant::now()
+    }
+
+    fn is_real(&self) -> bool {
+        true
     }
 }
 

@@ -14,7 +14,7 @@
 //! therefore never in the way of a blocking consumer.
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::clock::saturating_add;
 use crate::config::QueueConfig;
@@ -86,6 +86,17 @@ impl<T: Item> DelayingQueue<T> {
     /// delay adds now; if the item is already scheduled, the earlier time
     /// wins. Dropped after shutdown. Counts as a retry in the metrics.
     pub fn add_after(&self, item: T, delay: Duration) {
+        self.add_after_from(item, || self.queue.shared.clock.now(), delay);
+    }
+
+    /// Whether the queue's clock is the real one ([`Clock::is_real`]).
+    pub(crate) fn clock_is_real(&self) -> bool {
+        self.queue.shared.clock.is_real()
+    }
+
+    /// [`add_after`](Self::add_after), `delay` counted from `now()` (the
+    /// queue clock's reading; asked only for a delay that is not zero).
+    pub(crate) fn add_after_from(&self, item: T, now: impl FnOnce() -> Instant, delay: Duration) {
         let shared = &self.queue.shared;
         if let Some(retries) = &shared.retries {
             retries.inc();
@@ -95,7 +106,7 @@ impl<T: Item> DelayingQueue<T> {
             return;
         }
         let hash = shared.hash(&item);
-        let due = saturating_add(shared.clock.now(), delay);
+        let due = saturating_add(now(), delay);
         let mut locked = shared.lock();
         if locked.schedule(item, hash, due) {
             housekeeper::ensure_running(shared, &mut locked.guard.housekeeper);

@@ -5,7 +5,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::QueueConfig;
 use crate::delaying_queue::DelayingQueue;
@@ -100,8 +100,15 @@ impl<T: Item> RateLimitingQueue<T> {
     /// Adds `item` after the delay the rate limiter gives it (and counts a
     /// retry of it). Dropped after shutdown (the retry is still counted).
     pub fn add_rate_limited(&self, item: T) {
-        let delay = self.limiter.when(&item);
-        self.queue.add_after(item, delay);
+        if self.queue.clock_is_real() {
+            // one clock read for the limiter and the schedule
+            let now = Instant::now();
+            let delay = self.limiter.when_at(&item, now);
+            self.queue.add_after_from(item, || now, delay);
+        } else {
+            let delay = self.limiter.when(&item);
+            self.queue.add_after(item, delay);
+        }
     }
 
     /// Resets the rate limiter's memory of `item` (call it when processing

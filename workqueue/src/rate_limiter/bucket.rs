@@ -94,7 +94,22 @@ impl BucketRateLimiter {
 
     /// Reserves one token; returns how long until it is available.
     pub fn reserve(&self) -> Duration {
-        let now = self.now_nanos();
+        self.reserve_from(self.now_nanos())
+    }
+
+    /// [`reserve`](Self::reserve) at `now`, read from the real clock by
+    /// the caller: taken when this bucket reads the real clock too, else
+    /// the bucket reads its own.
+    fn reserve_at(&self, now: Instant) -> Duration {
+        if self.clock.is_real() {
+            self.reserve_from(self.nanos_at(now))
+        } else {
+            self.reserve()
+        }
+    }
+
+    /// Reserves one token at `now` nanoseconds since `origin`.
+    fn reserve_from(&self, now: u64) -> Duration {
         let mut current = self.full_at.load(Ordering::Relaxed);
         loop {
             let next = current.max(now).saturating_add(self.interval);
@@ -139,7 +154,11 @@ impl BucketRateLimiter {
 
     /// Nanoseconds from `origin` to the clock's now (saturating).
     fn now_nanos(&self) -> u64 {
-        let now = self.clock.now();
+        self.nanos_at(self.clock.now())
+    }
+
+    /// Nanoseconds from `origin` to `now` (saturating).
+    fn nanos_at(&self, now: Instant) -> u64 {
         u64::try_from(now.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
     }
 }
@@ -162,6 +181,10 @@ fn interval_nanos(qps: f64) -> u64 {
 impl<T> RateLimiter<T> for BucketRateLimiter {
     fn when(&self, _item: &T) -> Duration {
         self.reserve()
+    }
+
+    fn when_at(&self, _item: &T, now: Instant) -> Duration {
+        self.reserve_at(now)
     }
 
     fn forget(&self, _item: &T) {}
@@ -198,6 +221,37 @@ mod tests {
         }
         assert_eq!(b.reserve(), 100 * MS);
         assert_eq!(RateLimiter::<u8>::num_requeues(&b, &1), 0);
+    }
+
+    /// A caller's reading of the real clock is the bucket's time when the
+    /// bucket reads the real clock too (so reservations at one `now` are
+    /// exactly an interval apart), and is ignored by a bucket on another
+    /// clock; a max-of limiter passes it on.
+    #[test]
+    fn wq6_when_at_takes_the_callers_reading_of_the_real_clock_only() {
+        let real = BucketRateLimiter::new(10.0, 1).unwrap();
+        let now = Instant::now();
+        assert_eq!(RateLimiter::<u8>::when_at(&real, &1, now), Duration::ZERO);
+        assert_eq!(RateLimiter::<u8>::when_at(&real, &1, now), 100 * MS);
+        assert_eq!(RateLimiter::<u8>::when_at(&real, &1, now), 200 * MS);
+
+        let clock = Arc::new(FakeClock::new());
+        let fake = BucketRateLimiter::with_clock(10.0, 1, clock.clone()).unwrap();
+        let far = clock.now() + Duration::from_secs(3600);
+        assert_eq!(RateLimiter::<u8>::when_at(&fake, &1, far), Duration::ZERO);
+        // an hour of the caller's clock did not refill the fake one's bucket
+        assert_eq!(RateLimiter::<u8>::when_at(&fake, &1, far), 100 * MS);
+
+        let max = crate::rate_limiter::MaxOfRateLimiter::<u8>::new(vec![
+            Box::new(crate::rate_limiter::ItemExponentialFailureRateLimiter::new(
+                5 * MS,
+                Duration::from_secs(1),
+            )),
+            Box::new(BucketRateLimiter::new(10.0, 1).unwrap()),
+        ]);
+        let now = Instant::now();
+        assert_eq!(max.when_at(&1, now), 5 * MS);
+        assert_eq!(max.when_at(&1, now), 100 * MS);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `MaxOfRateLimiter`). Every limiter is asked (and counts the retry).
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::RateLimiter;
 
@@ -32,6 +32,14 @@ impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
         self.limiters
             .iter()
             .map(|l| l.when(item))
+            .max()
+            .unwrap_or_default()
+    }
+
+    fn when_at(&self, item: &T, now: Instant) -> Duration {
+        self.limiters
+            .iter()
+            .map(|l| l.when_at(item, now))
             .max()
             .unwrap_or_default()
     }

@@ -1,7 +1,7 @@
 //! Another limiter's delay, capped (client-go's `WithMaxWaitRateLimiter`).
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::RateLimiter;
 
@@ -29,6 +29,10 @@ impl<T> WithMaxWaitRateLimiter<T> {
 impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
         self.limiter.when(item).min(self.max_wait)
+    }
+
+    fn when_at(&self, item: &T, now: Instant) -> Duration {
+        self.limiter.when_at(item, now).min(self.max_wait)
     }
 
     fn forget(&self, item: &T) {

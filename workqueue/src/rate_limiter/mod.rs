@@ -19,7 +19,7 @@ mod fast_slow;
 mod max_of;
 mod max_wait;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use bucket::BucketRateLimiter;
 pub use exponential::ItemExponentialFailureRateLimiter;
@@ -31,6 +31,14 @@ pub use max_wait::WithMaxWaitRateLimiter;
 pub trait RateLimiter<T>: Send + Sync {
     /// The delay before `item`'s next retry; counts one retry.
     fn when(&self, item: &T) -> Duration;
+    /// [`when`](Self::when), from a caller that read `Instant::now()` just
+    /// before, as `now`: a limiter that reads the real clock (the token
+    /// bucket) may take `now` instead of reading it again. The default
+    /// ignores it.
+    fn when_at(&self, item: &T, now: Instant) -> Duration {
+        let _ = now;
+        self.when(item)
+    }
     /// Stops tracking `item` (after a success); unknown items are ignored.
     fn forget(&self, item: &T);
     /// How many retries `item` has had since it was last forgotten.
@@ -76,6 +84,9 @@ impl<T, L: RateLimiter<T> + ?Sized> RateLimiter<T> for std::sync::Arc<L> {
     fn when(&self, item: &T) -> Duration {
         (**self).when(item)
     }
+    fn when_at(&self, item: &T, now: Instant) -> Duration {
+        (**self).when_at(item, now)
+    }
     fn forget(&self, item: &T) {
         (**self).forget(item);
     }
@@ -87,6 +98,9 @@ impl<T, L: RateLimiter<T> + ?Sized> RateLimiter<T> for std::sync::Arc<L> {
 impl<T, L: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<L> {
     fn when(&self, item: &T) -> Duration {
         (**self).when(item)
+    }
+    fn when_at(&self, item: &T, now: Instant) -> Duration {
+        (**self).when_at(item, now)
     }
     fn forget(&self, item: &T) {
         (**self).forget(item);
