@@ -82,7 +82,7 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///   state), a relist for the last synced version; a list answered 410 or
 ///   "too large resourceVersion" is retried at once at `""` (a consistent
 ///   read), and the last version counts as unavailable until a list succeeds;
-/// - **RF2** lists are paged (`limit` = [`page_size`](ReflectorConfig::page_size),
+/// - **RF2** lists are paged (`limit` = [`page_size`](crate::WatchConfig::page_size),
 ///   `continue` tokens); an expired continue token falls back to one full
 ///   list under the same version rules; a single huge page (the watch cache
 ///   ignores `limit` at `"0"`) is handled the same way;
@@ -105,7 +105,7 @@ pub(crate) fn keep_newest(slot: &mut Option<String>, rv: &str) {
 ///   a 410 calls for after an outage is spread over the backoff instead of
 ///   waiting it; [`PacingPreset::ClientGo`](crate::PacingPreset) follows
 ///   client-go's rules instead;
-/// - **RF6** with [`use_watch_list`](ReflectorConfig::use_watch_list), the
+/// - **RF6** with [`use_watch_list`](crate::WatchConfig::use_watch_list), the
 ///   state comes from a watch with `sendInitialEvents=true`: the initial
 ///   events (changes and plain bookmarks among them applied too) stream
 ///   into [`DeltaFifo::begin_replace`], which is finished at the bookmark
