@@ -13,7 +13,7 @@
 //! by a single object needs no map. Maps use a fast seeded hasher (foldhash).
 
 mod index;
-mod indexers;
+mod index_funcs;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -25,9 +25,9 @@ use crate::keys::{meta_namespace_key, KeyError};
 use crate::known::KnownObjects;
 use crate::object::KubeObject;
 use index::{Entries, EntriesIter, Hasher, Index};
-use indexers::{IndexFn, Values};
+use index_funcs::{IndexFn, Values};
 
-pub use indexers::{namespace_index_func, IndexFunc, Indexers, NAMESPACE_INDEX};
+pub use index_funcs::{namespace_index_func, IndexFunc, Indexers, NAMESPACE_INDEX};
 
 /// A store operation that was refused; the store is unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
