@@ -3,7 +3,6 @@
 //! delivered (`resourceVersionMatch=NotOlderThan`), so a lagging API server
 //! replica cannot make handlers see objects go back in time or vanish.
 
-use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
@@ -85,8 +84,7 @@ async fn rf1_a_list_cut_short_is_retried_not_older_than_what_it_delivered() {
     cut_then_lag(&proxy, &server, old, 3, |q| param(q, "watch").is_none());
     let h = Harness::for_url(
         &proxy.url(),
-        ReflectorConfig::<ConfigMap>::default()
-            .watch_config(WatchConfig::default().backoff(fast_backoff())),
+        ReflectorConfig::<ConfigMap>::default().watch_config(fast_watch()),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -136,11 +134,7 @@ async fn rf1_the_list_fallback_after_a_cut_watch_list_is_not_older_than_its_even
     });
     let h = Harness::for_url(
         &proxy.url(),
-        ReflectorConfig::<ConfigMap>::default().watch_config(
-            WatchConfig::default()
-                .backoff(fast_backoff())
-                .use_watch_list(true),
-        ),
+        ReflectorConfig::<ConfigMap>::default().watch_config(fast_watch().use_watch_list(true)),
     );
     h.synced().await;
     h.converge(&server).await;

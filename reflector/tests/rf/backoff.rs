@@ -54,10 +54,7 @@ async fn rf4_a_429_waits_at_least_retry_after_before_watching_again() {
     let server = server().await;
     seed(&server, 3);
     let (lw, calls) = recording(&server);
-    let h = Harness::start(
-        Arc::new(lw),
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = Harness::start(Arc::new(lw), fast_config());
     h.synced().await;
     h.converge(&server).await;
     wait_watch_delivered(&server, &h).await;
@@ -143,10 +140,7 @@ async fn rf4_5xx_error_events_and_very_short_watches_relist() {
     let server = server().await;
     seed(&server, 3);
     let proxy = Proxy::start(server.url()).await;
-    let h = Harness::for_url(
-        &proxy.url(),
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = Harness::for_url(&proxy.url(), fast_config());
     h.synced().await;
     h.converge(&server).await;
     wait_watch_delivered(&server, &h).await;
@@ -243,10 +237,7 @@ async fn rf4_refused_connections_back_off_and_watch_again_without_a_relist() {
         refused: AtomicUsize::new(3),
         watches: AtomicUsize::new(0),
     });
-    let h = Harness::start(
-        lw.clone(),
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = Harness::start(lw.clone(), fast_config());
     h.synced().await;
     h.converge(&server).await;
     wait_watch_delivered(&server, &h).await;
@@ -273,10 +264,7 @@ async fn rf4_watches_dropped_before_an_answer_watch_again_after_a_backoff() {
     // requests are slow to be served, so the first watch is still on its
     // way when the store has converged
     server.faults().set_latency(Duration::from_millis(300));
-    let h = Harness::for_url(
-        &proxy.url(),
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = Harness::for_url(&proxy.url(), fast_config());
     h.synced().await;
     h.converge(&server).await;
     server.faults().set_latency(Duration::ZERO);
@@ -361,10 +349,7 @@ async fn rf4_a_watch_cache_initializing_is_waited_for_without_a_relist() {
         .faults()
         .initialize_watch_cache("configmaps", Duration::from_millis(1500));
     let (lw, calls) = recording(&server);
-    let h = Harness::start(
-        Arc::new(lw),
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = Harness::start(Arc::new(lw), fast_config());
     h.synced().await;
     let watches = wait_rewatch(&calls, 1).await;
     let failed: Vec<&Call> = watches.iter().filter(|w| w.outcome.is_err()).collect();

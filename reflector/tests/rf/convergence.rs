@@ -11,7 +11,6 @@
 //! replicas together: whatever happens, the versions handlers see of a key
 //! never decrease, and an object that exists throughout is never deleted.
 
-use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,12 +140,8 @@ fn apply(server: &TestServer, step: &Step, round: usize) -> Duration {
 async fn run_schedule(schedule: Vec<Step>, watch_list: bool, page_size: u32) {
     let server = server().await;
     bulk_seed(&server, OBJECTS);
-    let config = ReflectorConfig::<ConfigMap>::default().watch_config(
-        WatchConfig::default()
-            .backoff(fast_backoff())
-            .use_watch_list(watch_list)
-            .page_size(page_size),
-    );
+    let config = ReflectorConfig::<ConfigMap>::default()
+        .watch_config(fast_watch().use_watch_list(watch_list).page_size(page_size));
     let h = Harness::for_url(server.url(), config);
     for (round, step) in schedule.iter().enumerate() {
         let pause = apply(&server, step, round);
@@ -256,12 +251,8 @@ async fn run_time_schedule(schedule: Vec<TimeStep>, watch_list: bool, page_size:
             }
         }
     });
-    let config = ReflectorConfig::<ConfigMap>::default().watch_config(
-        WatchConfig::default()
-            .backoff(fast_backoff())
-            .use_watch_list(watch_list)
-            .page_size(page_size),
-    );
+    let config = ReflectorConfig::<ConfigMap>::default()
+        .watch_config(fast_watch().use_watch_list(watch_list).page_size(page_size));
     let h = Harness::for_url(&proxy.url(), config);
     let faults = server.faults();
     for (round, step) in schedule.iter().enumerate() {

@@ -4,7 +4,6 @@
 //! lists and watches really went over that encoding (the `Content-Type` of
 //! each answer), then that the store converges (RF8).
 
-use kcontrol_reflector::WatchConfig;
 use std::sync::Arc;
 
 use kcontrol_client::{Api, ContentType};
@@ -92,11 +91,7 @@ async fn stripped_managed_fields(encoding: ContentType) {
         let cm = with_managed_fields(&format!("cm-{i}"), "v0");
         server.objects().create("configmaps", NS, cm).unwrap();
     }
-    let config = ReflectorConfig::default().watch_config(
-        WatchConfig::default()
-            .backoff(fast_backoff())
-            .strip_managed_fields(true),
-    );
+    let config = ReflectorConfig::default().watch_config(fast_watch().strip_managed_fields(true));
     let h = harness(&server, encoding, config);
     h.synced().await;
     h.converge(&server).await;
@@ -125,8 +120,7 @@ async fn paged_list_then_watch(encoding: ContentType) {
     let h = harness(
         &server,
         encoding,
-        ReflectorConfig::default()
-            .watch_config(WatchConfig::default().backoff(fast_backoff()).page_size(10)),
+        ReflectorConfig::default().watch_config(fast_watch().page_size(10)),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -146,11 +140,7 @@ async fn expired_relist(encoding: ContentType) {
     let server = server().await;
     seed(&server, 5);
     server.faults().expire_next_lists(1);
-    let h = harness(
-        &server,
-        encoding,
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = harness(&server, encoding, fast_config());
     h.synced().await;
     h.converge(&server).await;
     let lists = requests(&server, Verb::List);
@@ -163,11 +153,7 @@ async fn expired_relist(encoding: ContentType) {
 async fn bookmarks(encoding: ContentType) {
     let server = server().await;
     seed(&server, 3);
-    let h = harness(
-        &server,
-        encoding,
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = harness(&server, encoding, fast_config());
     h.synced().await;
     h.converge(&server).await;
     let before = h.reflector.last_sync_resource_version().unwrap();
@@ -193,11 +179,7 @@ async fn bookmarks(encoding: ContentType) {
 async fn watch_list(encoding: ContentType) {
     let server = server().await;
     seed(&server, 40);
-    let config = ReflectorConfig::default().watch_config(
-        WatchConfig::default()
-            .backoff(fast_backoff())
-            .use_watch_list(true),
-    );
+    let config = ReflectorConfig::default().watch_config(fast_watch().use_watch_list(true));
     let h = harness(&server, encoding, config);
     h.synced().await;
     h.converge(&server).await;
@@ -213,11 +195,7 @@ async fn watch_list(encoding: ContentType) {
 async fn error_event(encoding: ContentType) {
     let server = server().await;
     seed(&server, 4);
-    let h = harness(
-        &server,
-        encoding,
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = harness(&server, encoding, fast_config());
     h.synced().await;
     h.converge(&server).await;
     let lists = requests(&server, Verb::List).len();
@@ -240,11 +218,7 @@ async fn error_event(encoding: ContentType) {
 async fn corrupt_frame(encoding: ContentType) {
     let server = server().await;
     seed(&server, 2);
-    let h = harness(
-        &server,
-        encoding,
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = harness(&server, encoding, fast_config());
     h.synced().await;
     h.converge(&server).await;
     server.faults().corrupt_next_watch_frames(1);

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use crate::support::*;
 
 fn config() -> ReflectorConfig<ConfigMap> {
-    ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff()))
+    fast_config()
 }
 
 /// Cancels the harness's token and checks `run` returns within 5 s.

@@ -17,7 +17,7 @@ use crate::support::*;
 
 /// How these tests list and watch.
 fn watch() -> WatchConfig {
-    WatchConfig::default().backoff(fast_backoff())
+    fast_watch()
 }
 
 fn config() -> ReflectorConfig<ConfigMap> {

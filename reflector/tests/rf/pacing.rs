@@ -57,17 +57,10 @@ async fn rf5_a_watch_failing_with_503_and_retry_after_is_watched_again_not_relis
         seed(s, 3);
     }
     let (lw, calls) = recording(&ours);
-    let h = Harness::start(
-        Arc::new(lw),
-        ReflectorConfig::default().watch_config(WatchConfig::default().backoff(fast_backoff())),
-    );
+    let h = Harness::start(Arc::new(lw), fast_config());
     let go = Harness::for_url(
         theirs.url(),
-        ReflectorConfig::default().watch_config(
-            WatchConfig::default()
-                .backoff(fast_backoff())
-                .pacing(PacingPreset::ClientGo),
-        ),
+        ReflectorConfig::default().watch_config(fast_watch().pacing(PacingPreset::ClientGo)),
     );
     for (h, s) in [(&h, &ours), (&go, &theirs)] {
         h.synced().await;
@@ -242,11 +235,7 @@ async fn rf6_a_watch_list_answered_429_is_tried_again_after_the_wait_not_listed(
     let (lw, calls) = recording(&server);
     let h = Harness::start(
         Arc::new(lw),
-        ReflectorConfig::default().watch_config(
-            WatchConfig::default()
-                .backoff(fast_backoff())
-                .use_watch_list(true),
-        ),
+        ReflectorConfig::default().watch_config(fast_watch().use_watch_list(true)),
     );
     h.synced().await;
     h.converge(&server).await;
@@ -291,12 +280,8 @@ async fn rf6_a_watch_list_throttled_without_a_wait_backs_off_and_tries_again_as_
         });
         let h = Harness::for_url(
             &proxy.url(),
-            ReflectorConfig::default().watch_config(
-                WatchConfig::default()
-                    .backoff(fast_backoff())
-                    .use_watch_list(true)
-                    .pacing(pacing),
-            ),
+            ReflectorConfig::default()
+                .watch_config(fast_watch().use_watch_list(true).pacing(pacing)),
         );
         h.synced().await;
         h.converge(&server).await;

@@ -4,7 +4,6 @@
 //! are buffered and applied whole, so none of them mixes it further or
 //! leaves it so, and the reflector says it is mixed meanwhile.
 
-use kcontrol_reflector::WatchConfig;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -23,7 +22,7 @@ async fn rf9_after_a_relist_failed_part_way_the_next_ones_apply_whole_or_nothing
     let h = Harness::for_url(
         &proxy.url(),
         ReflectorConfig::<ConfigMap>::default()
-            .watch_config(WatchConfig::default().backoff(fast_backoff()).page_size(0))
+            .watch_config(fast_watch().page_size(0))
             .metrics(recorder.clone()),
     );
     h.synced().await;

@@ -27,7 +27,7 @@ use kcontrol_indexer::k8s_openapi::api::core::v1::ConfigMap;
 use kcontrol_indexer::{ApiResource, Object, ThreadSafeStore};
 use kcontrol_reflector::{
     BackoffConfig, ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorMetrics,
-    RestartCause, WatchEventStream,
+    RestartCause, WatchConfig, WatchEventStream,
 };
 use kcontrol_testserver::{RequestRecord, TestServer, Verb};
 use serde_json::{json, Value};
@@ -49,6 +49,16 @@ pub fn fast_backoff() -> BackoffConfig {
         reset_after: Duration::from_secs(2),
         jitter: 0.0,
     }
+}
+
+/// client-go's watch settings with [`fast_backoff`].
+pub fn fast_watch() -> WatchConfig {
+    WatchConfig::default().backoff(fast_backoff())
+}
+
+/// A reflector configuration with [`fast_watch`].
+pub fn fast_config<K>() -> ReflectorConfig<K> {
+    ReflectorConfig::default().watch_config(fast_watch())
 }
 
 /// A server with short bookmark intervals.

@@ -21,7 +21,7 @@ use crate::support::*;
 
 /// How these tests list and watch.
 fn watch() -> WatchConfig {
-    WatchConfig::default().backoff(fast_backoff())
+    fast_watch()
 }
 
 fn config() -> ReflectorConfig<ConfigMap> {
@@ -344,8 +344,7 @@ async fn rf7_dynamic_objects_of_another_kind_are_rejected() {
     let reflector = Arc::new(Reflector::new(
         Arc::new(api),
         fifo.clone(),
-        ReflectorConfig::default()
-            .watch_config(WatchConfig::default().backoff(fast_backoff()))
+        fast_config()
             .error_handler(move |e: &ReflectorError| recorded.lock().unwrap().push(e.to_string())),
     ));
     let shutdown = CancellationToken::new();

@@ -15,9 +15,7 @@ use crate::support::*;
 
 /// How these tests list and watch.
 fn watch() -> WatchConfig {
-    WatchConfig::default()
-        .backoff(fast_backoff())
-        .use_watch_list(true)
+    fast_watch().use_watch_list(true)
 }
 
 fn config() -> ReflectorConfig<ConfigMap> {
