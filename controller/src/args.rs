@@ -89,6 +89,11 @@ pub struct Args {
     /// in a cluster).
     #[arg(long, value_name = "NAMESPACE")]
     pub leader_election_namespace: Option<String>,
+    /// Sync caches through WatchList streaming (`sendInitialEvents`)
+    /// where the server supports it, instead of lists (client-go's
+    /// `WatchListClient` feature).
+    #[arg(long)]
+    pub watch_list: bool,
     /// How log lines are written.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -225,7 +230,8 @@ impl Args {
 
     /// The operator named `name`, set up in one call: logging
     /// ([`init_logging`](Self::init_logging)), the [`client`](Self::client),
-    /// and a [`Manager`] on it — watching `--namespace`, `--workers` per
+    /// and a [`Manager`] on it — watching `--namespace` (through WatchList
+    /// with `--watch-list`), `--workers` per
     /// controller, metrics and health served on `--metrics-bind-address`
     /// (bound now, so a taken port fails here), and with `--leader-elect`
     /// the Lease `--leader-election-id` (default `name`) in
@@ -251,6 +257,10 @@ impl Args {
             .clone()
             .unwrap_or_else(|| client.default_namespace().to_owned());
         let mut manager = Manager::with_scope(client, self.namespace.clone()).workers(self.workers);
+        if self.watch_list {
+            let watch_config = manager.factory().watch_config().use_watch_list(true);
+            manager = manager.watch_config(watch_config);
+        }
         if self.leader_elect {
             let lease = self.leader_election_id.as_deref().unwrap_or(name);
             manager = manager.leader_election(LeaderElectionConfig::new(lease_namespace, lease));
@@ -316,6 +326,7 @@ mod tests {
             "my-lock",
             "--leader-election-namespace",
             "ops",
+            "--watch-list",
             "--log-format",
             "json",
             "--log-level",
@@ -330,6 +341,7 @@ mod tests {
             BindAddress::On("127.0.0.1:0".parse().unwrap())
         );
         assert_eq!(args.leader_election_id.as_deref(), Some("my-lock"));
+        assert!(args.watch_list);
         assert_eq!(args.log_format, LogFormat::Json);
         assert_eq!(
             parse(&["--metrics-bind-address", "0"])
@@ -337,6 +349,26 @@ mod tests {
                 .metrics_bind_address,
             BindAddress::Off
         );
+    }
+
+    /// `--watch-list` reaches the manager's informers; without it they
+    /// list, managedFields dropped either way.
+    #[tokio::test]
+    async fn watch_list_reaches_the_managers_informers() {
+        let client = Client::new(Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+        for (flags, watch_list) in [
+            (&["--metrics-bind-address", "0"][..], false),
+            (&["--metrics-bind-address", "0", "--watch-list"][..], true),
+        ] {
+            let manager = parse(flags)
+                .unwrap()
+                .manager_on(client.clone(), "op")
+                .await
+                .unwrap();
+            let config = manager.factory().watch_config();
+            assert_eq!(config.use_watch_list, watch_list, "{flags:?}");
+            assert!(config.strip_managed_fields);
+        }
     }
 
     #[test]
