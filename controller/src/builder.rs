@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kcontrol_client::events::{Recorder, RecorderError};
 use kcontrol_client::Client;
-use kcontrol_indexer::{KubeObject, KubeResource};
+use kcontrol_indexer::{ApiResource, DynamicObject, KubeObject, KubeResource};
 use kcontrol_informer::{
     wait_for_cache_sync, FactoryError, HandlerOptions, HasSynced, InformerError, InformerFactory,
     InformerScope, SharedIndexInformer, WatchConfig,
@@ -73,6 +73,51 @@ type ErrorPolicy<K> =
 /// What a watch registers while the controller starts.
 type Register = Box<dyn FnOnce(&mut Setup<'_>) -> Result<(), InformerError> + Send>;
 
+/// Makes the informer of the reconciled type in a scope: a typed `K`'s
+/// ([`TypedInformer`]), or a [`DynamicObject`]'s of a resource known at
+/// run time ([`DynamicInformer`]). Its bound is on the method, so that a
+/// `Controller<K>` of any `K` can hold one.
+trait MakeInformer<K>: Send + Sync {
+    fn make(
+        &self,
+        factory: &InformerFactory,
+        resource: &ApiResource,
+        scope: InformerScope,
+    ) -> Arc<SharedIndexInformer<K>>
+    where
+        K: KubeObject + DeserializeOwned;
+}
+
+type PrimaryInformer<K> = Arc<dyn MakeInformer<K>>;
+
+/// The informer of a typed `K` (the resource is `K`'s own).
+struct TypedInformer;
+
+impl<K: KubeResource + DeserializeOwned> MakeInformer<K> for TypedInformer {
+    fn make(
+        &self,
+        factory: &InformerFactory,
+        _resource: &ApiResource,
+        scope: InformerScope,
+    ) -> Arc<SharedIndexInformer<K>> {
+        factory.scoped_informer::<K>(scope)
+    }
+}
+
+/// The dynamic informer of a resource known at run time.
+struct DynamicInformer;
+
+impl MakeInformer<DynamicObject> for DynamicInformer {
+    fn make(
+        &self,
+        factory: &InformerFactory,
+        resource: &ApiResource,
+        scope: InformerScope,
+    ) -> Arc<SharedIndexInformer<DynamicObject>> {
+        factory.scoped_dynamic_informer(resource, scope)
+    }
+}
+
 /// The informers, handlers and listers of one run, as they are set up.
 struct Setup<'a> {
     factory: &'a InformerFactory,
@@ -113,8 +158,19 @@ impl<'a> Setup<'a> {
         scope: InformerScope,
         handler: EnqueueHandler<T>,
     ) -> Result<Arc<SharedIndexInformer<T>>, InformerError> {
-        let what = Watched::describe::<T>(&scope);
+        let what = Watched::describe(&T::api_resource(), &scope);
         let informer = self.factory.scoped_informer::<T>(scope);
+        self.register(what, informer, handler)
+    }
+
+    /// Adds `handler` to `informer` (of `what`), keeps its lister and the
+    /// way to remove it.
+    fn register<T: KubeObject>(
+        &mut self,
+        what: String,
+        informer: Arc<SharedIndexInformer<T>>,
+        handler: EnqueueHandler<T>,
+    ) -> Result<Arc<SharedIndexInformer<T>>, InformerError> {
         let options = HandlerOptions::new().name(format!("{} {what}", self.name));
         let registration = informer.add_event_handler_with_options(handler, options)?;
         self.listers
@@ -136,13 +192,18 @@ impl<'a> Setup<'a> {
 
     /// Registers the handlers of `K` and of every watch, then starts the
     /// factory's informers; the informer of `K`.
-    fn start<K: KubeResource + DeserializeOwned>(
+    fn start<K: KubeObject + DeserializeOwned>(
         &mut self,
-        primary_scope: InformerScope,
+        primary: &Primary<K>,
         handler: EnqueueHandler<K>,
         watches: Vec<Register>,
     ) -> Result<Arc<SharedIndexInformer<K>>, ControllerError> {
-        let primary = self.watch::<K>(primary_scope, handler)?;
+        let what = Watched::describe(&primary.resource, &primary.scope);
+        let informer =
+            primary
+                .informer
+                .make(self.factory, &primary.resource, primary.scope.clone());
+        let primary = self.register(what, informer, handler)?;
         for register in watches {
             register(self)?;
         }
@@ -156,14 +217,14 @@ impl<'a> Setup<'a> {
     /// [`start`](Self::start), then the cache-sync barrier: the primary
     /// informer once every handler has synced; `None` when shutdown came
     /// first. The caller stops the sources either way.
-    async fn start_synced<K: KubeResource + DeserializeOwned>(
+    async fn start_synced<K: KubeObject + DeserializeOwned>(
         &mut self,
-        primary_scope: InformerScope,
+        primary: &Primary<K>,
         handler: EnqueueHandler<K>,
         watches: Vec<Register>,
         shutdown: &CancellationToken,
     ) -> Result<Option<Arc<SharedIndexInformer<K>>>, ControllerError> {
-        let primary = self.start(primary_scope, handler, watches)?;
+        let primary = self.start(primary, handler, watches)?;
         let registrations: Vec<&dyn HasSynced> = self
             .registrations
             .iter()
@@ -189,6 +250,14 @@ impl<'a> Setup<'a> {
             }
         }
     }
+}
+
+/// The reconciled type's resource, the scope of its informer and how that
+/// informer is made.
+struct Primary<K> {
+    resource: ApiResource,
+    scope: InformerScope,
+    informer: PrimaryInformer<K>,
 }
 
 /// The first step of a [`Controller`]: the client and, optionally, a
@@ -252,10 +321,25 @@ impl ControllerBuilder {
     /// The type the controller reconciles: each of its objects' keys is
     /// reconciled after every change to the object (resyncs included).
     pub fn for_resource<K: KubeResource + DeserializeOwned>(self) -> Controller<K> {
-        let name = K::api_resource().kind.to_lowercase();
+        self.reconciling(K::api_resource(), Arc::new(TypedInformer))
+    }
+
+    /// Reconciles the objects of a resource known only at run time (a
+    /// custom resource found by discovery, say) as [`DynamicObject`]s,
+    /// as [`for_resource`](Self::for_resource) does a typed `K`. Its
+    /// children are followed with [`Controller::watches`] (mapping each to
+    /// its owner's key); `owns` and sharding need the owner's type.
+    pub fn for_dynamic(self, resource: ApiResource) -> Controller<DynamicObject> {
+        self.reconciling(resource, Arc::new(DynamicInformer))
+    }
+
+    fn reconciling<K>(self, resource: ApiResource, informer: PrimaryInformer<K>) -> Controller<K> {
+        let name = resource.kind.to_lowercase();
         Controller {
             client: self.client,
             informers: self.informers,
+            resource,
+            primary_informer: informer,
             namespace: None,
             label_selector: None,
             predicate: None,
@@ -333,6 +417,9 @@ impl ControllerBuilder {
 pub struct Controller<K = ()> {
     client: Client,
     informers: Informers,
+    /// The reconciled resource.
+    resource: ApiResource,
+    primary_informer: PrimaryInformer<K>,
     namespace: Option<String>,
     label_selector: Option<String>,
     predicate: Option<Predicate<K>>,
@@ -378,7 +465,7 @@ impl Controller {
     }
 }
 
-impl<K: KubeResource + DeserializeOwned> Controller<K> {
+impl<K: KubeObject + DeserializeOwned> Controller<K> {
     /// Watches only this namespace (every informer of the controller;
     /// default: the factory's scope, all namespaces for its own).
     #[must_use]
@@ -400,40 +487,6 @@ impl<K: KubeResource + DeserializeOwned> Controller<K> {
     #[must_use]
     pub fn with_predicate(mut self, predicate: Predicate<K>) -> Self {
         self.predicate = Some(predicate);
-        self
-    }
-
-    /// Reconciles the controller owner of every `C` whose controller owner
-    /// reference names a `K` (its kind and group), on each change of the
-    /// `C` (resyncs skipped) and its deletion (CT3).
-    #[must_use]
-    pub fn owns<C: KubeResource + DeserializeOwned>(self) -> Self {
-        self.add_owned::<C>(None)
-    }
-
-    /// [`owns`](Self::owns), with only the events `predicate` accepts.
-    #[must_use]
-    pub fn owns_with<C: KubeResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
-        self.add_owned::<C>(Some(predicate))
-    }
-
-    fn add_owned<C: KubeResource + DeserializeOwned>(
-        mut self,
-        predicate: Option<Predicate<C>>,
-    ) -> Self {
-        self.shard_owned
-            .push(Box::new(|sharder: Sharder| sharder.owns::<K, C>()));
-        self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
-            let mut handler = EnqueueHandler::for_owner::<K>(setup.queue.clone());
-            if let Some(predicate) = predicate {
-                handler = handler.with_predicate(predicate);
-            }
-            if let Some(expectations) = &setup.expectations {
-                handler = handler.observe_expectations(expectations.clone());
-            }
-            let scope = setup.scope.clone();
-            setup.watch::<C>(scope, handler).map(|_| ())
-        }));
         self
     }
 
@@ -658,7 +711,11 @@ impl<K: KubeResource + DeserializeOwned> Controller<K> {
             registry,
             recorder,
             scope,
-            primary_scope,
+            primary: Primary {
+                resource: self.resource,
+                scope: primary_scope,
+                informer: self.primary_informer,
+            },
             handler,
             watches: self.watches,
             options: self.options,
@@ -668,6 +725,44 @@ impl<K: KubeResource + DeserializeOwned> Controller<K> {
             health_addr: self.health_addr,
             gate: self.gate,
         })
+    }
+}
+
+/// What needs the reconciled type at compile time: its owned kinds
+/// (matched by the owner's kind, followed by the sharder).
+impl<K: KubeResource + DeserializeOwned> Controller<K> {
+    /// Reconciles the controller owner of every `C` whose controller owner
+    /// reference names a `K` (its kind and group), on each change of the
+    /// `C` (resyncs skipped) and its deletion (CT3).
+    #[must_use]
+    pub fn owns<C: KubeResource + DeserializeOwned>(self) -> Self {
+        self.add_owned::<C>(None)
+    }
+
+    /// [`owns`](Self::owns), with only the events `predicate` accepts.
+    #[must_use]
+    pub fn owns_with<C: KubeResource + DeserializeOwned>(self, predicate: Predicate<C>) -> Self {
+        self.add_owned::<C>(Some(predicate))
+    }
+
+    fn add_owned<C: KubeResource + DeserializeOwned>(
+        mut self,
+        predicate: Option<Predicate<C>>,
+    ) -> Self {
+        self.shard_owned
+            .push(Box::new(|sharder: Sharder| sharder.owns::<K, C>()));
+        self.watches.push(Box::new(move |setup: &mut Setup<'_>| {
+            let mut handler = EnqueueHandler::for_owner::<K>(setup.queue.clone());
+            if let Some(predicate) = predicate {
+                handler = handler.with_predicate(predicate);
+            }
+            if let Some(expectations) = &setup.expectations {
+                handler = handler.observe_expectations(expectations.clone());
+            }
+            let scope = setup.scope.clone();
+            setup.watch::<C>(scope, handler).map(|_| ())
+        }));
+        self
     }
 }
 
@@ -681,7 +776,7 @@ struct Parts<K> {
     registry: SharedRegistry,
     recorder: Recorder,
     scope: InformerScope,
-    primary_scope: InformerScope,
+    primary: Primary<K>,
     handler: EnqueueHandler<K>,
     watches: Vec<Register>,
     options: WorkerOptions,
@@ -692,7 +787,7 @@ struct Parts<K> {
     gate: Option<ShardGate>,
 }
 
-impl<K: KubeResource + DeserializeOwned> Parts<K> {
+impl<K: KubeObject + DeserializeOwned> Parts<K> {
     async fn run<R: Reconciler<K>>(
         self,
         reconciler: R,
@@ -708,7 +803,7 @@ impl<K: KubeResource + DeserializeOwned> Parts<K> {
             registry,
             recorder,
             scope,
-            primary_scope,
+            primary,
             handler,
             watches,
             options,
@@ -724,11 +819,11 @@ impl<K: KubeResource + DeserializeOwned> Parts<K> {
             serve_health(health, addr, &name, &synced, &shutdown, health_stop).await?;
         }
         let mut setup = Setup::new(&factory, scope, &queue, &name, expectations.clone());
-        let watches = with_drain_watch::<K>(gate.as_ref(), &client, &primary_scope, watches);
+        let watches = with_drain_watch(gate.as_ref(), &client, &primary, watches);
         let workers_stop = CancellationToken::new();
         let running: Result<Option<Pool>, ControllerError> = async {
             let Some(primary) = setup
-                .start_synced(primary_scope, handler, watches, &shutdown)
+                .start_synced(&primary, handler, watches, &shutdown)
                 .await?
             else {
                 return Ok(None);
@@ -774,16 +869,16 @@ impl<K: KubeResource + DeserializeOwned> Parts<K> {
 
 /// `watches`, after the sharding drain watch of `K` when a shard gate is
 /// set.
-fn with_drain_watch<K: KubeResource + DeserializeOwned>(
+fn with_drain_watch<K: KubeObject + DeserializeOwned>(
     gate: Option<&ShardGate>,
     client: &Client,
-    primary_scope: &InformerScope,
+    primary: &Primary<K>,
     watches: Vec<Register>,
 ) -> Vec<Register> {
     match gate {
         None => watches,
         Some(gate) => {
-            let mut all = vec![drain_watch::<K>(gate, client, primary_scope.clone())];
+            let mut all = vec![drain_watch(gate, client, primary)];
             all.extend(watches);
             all
         }
@@ -840,14 +935,16 @@ async fn serve_health(
 }
 
 /// Sharded: the gate's drain handler on the informer of `K`.
-fn drain_watch<K: KubeResource + DeserializeOwned>(
+fn drain_watch<K: KubeObject + DeserializeOwned>(
     gate: &ShardGate,
     client: &Client,
-    scope: InformerScope,
+    primary: &Primary<K>,
 ) -> Register {
-    let handler = gate.drain_handler::<K>(client.clone(), K::api_resource());
+    let handler = gate.drain_handler::<K>(client.clone(), primary.resource.clone());
+    let (resource, scope) = (primary.resource.clone(), primary.scope.clone());
+    let make = Arc::clone(&primary.informer);
     Box::new(move |setup: &mut Setup<'_>| {
-        let informer = setup.factory.scoped_informer::<K>(scope);
+        let informer = make.make(setup.factory, &resource, scope);
         let options = HandlerOptions::new().name(format!("{} drains", setup.name));
         let registration = informer.add_event_handler_with_options(handler, options)?;
         let owner = Arc::clone(&informer);
@@ -951,7 +1048,7 @@ mod tests {
             .add_event_handler(ResourceEventHandlerFuncs::<Gizmo>::new())
             .unwrap_or_else(|e| panic!("{e}"));
         let watched = Watched::new(
-            Watched::describe::<Gizmo>(&scope),
+            Watched::describe(&Gizmo::api_resource(), &scope),
             registration,
             Arc::clone(&informer),
         );

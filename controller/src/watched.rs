@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use kcontrol_indexer::{ApiResource, KubeResource};
+use kcontrol_indexer::{ApiResource, KubeObject};
 use kcontrol_informer::{HandlerRegistration, HasSynced, InformerScope, SharedIndexInformer};
 
 /// A handler registration with what it watches and where its errors are.
@@ -16,7 +16,7 @@ pub(crate) struct Watched {
 }
 
 impl Watched {
-    pub(crate) fn new<T: KubeResource>(
+    pub(crate) fn new<T: KubeObject>(
         what: String,
         registration: HandlerRegistration,
         informer: Arc<SharedIndexInformer<T>>,
@@ -30,28 +30,24 @@ impl Watched {
 
     /// `Kind.group/version in namespace ns` (or `in all namespaces`,
     /// `cluster-scoped`), with the label selector when there is one.
-    pub(crate) fn describe<T: KubeResource>(scope: &InformerScope) -> String {
-        describe(&T::api_resource(), scope)
-    }
-}
-
-fn describe(resource: &ApiResource, scope: &InformerScope) -> String {
-    let kind = if resource.group.is_empty() {
-        format!("{} ({})", resource.kind, resource.version)
-    } else {
-        format!(
-            "{} ({}/{})",
-            resource.kind, resource.group, resource.version
-        )
-    };
-    let place = match (&scope.namespace, resource.namespaced) {
-        (_, false) => "cluster-scoped".to_owned(),
-        (Some(ns), true) => format!("in namespace {ns}"),
-        (None, true) => "in all namespaces".to_owned(),
-    };
-    match &scope.label_selector {
-        Some(selector) => format!("{kind} {place} matching {selector}"),
-        None => format!("{kind} {place}"),
+    pub(crate) fn describe(resource: &ApiResource, scope: &InformerScope) -> String {
+        let kind = if resource.group.is_empty() {
+            format!("{} ({})", resource.kind, resource.version)
+        } else {
+            format!(
+                "{} ({}/{})",
+                resource.kind, resource.group, resource.version
+            )
+        };
+        let place = match (&scope.namespace, resource.namespaced) {
+            (_, false) => "cluster-scoped".to_owned(),
+            (Some(ns), true) => format!("in namespace {ns}"),
+            (None, true) => "in all namespaces".to_owned(),
+        };
+        match &scope.label_selector {
+            Some(selector) => format!("{kind} {place} matching {selector}"),
+            None => format!("{kind} {place}"),
+        }
     }
 }
 
@@ -80,17 +76,17 @@ mod tests {
         let nodes = ApiResource::new("", "v1", "Node", "nodes", false);
         let mut scope = InformerScope::all();
         assert_eq!(
-            describe(&deployments, &scope),
+            Watched::describe(&deployments, &scope),
             "Deployment (apps/v1) in all namespaces"
         );
         scope.namespace = Some("team".into());
         scope.label_selector = Some("app=web".into());
         assert_eq!(
-            describe(&deployments, &scope),
+            Watched::describe(&deployments, &scope),
             "Deployment (apps/v1) in namespace team matching app=web"
         );
         assert_eq!(
-            describe(&nodes, &scope),
+            Watched::describe(&nodes, &scope),
             "Node (v1) cluster-scoped matching app=web"
         );
     }

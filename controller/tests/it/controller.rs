@@ -511,3 +511,47 @@ async fn a_controller_lists_and_watches_as_its_watch_config_says() {
     run.await.unwrap().unwrap();
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_known_at_run_time_is_reconciled_as_dynamic_objects() {
+    use kcontrol_indexer::{ApiResource, DynamicObject};
+
+    let (server, client) = server().await;
+    create_cm(&server, "default", "a", json!({"app": "web"}));
+    create_cm(&server, "default", "b", json!({}));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let shutdown = CancellationToken::new();
+    let controller = Controller::new(client)
+        .for_dynamic(ApiResource::of::<ConfigMap>())
+        .label_selector("app=web")
+        .watches::<Secret>(|s| {
+            s.labels()
+                .get("for")
+                .map(|cm| format!("default/{cm}"))
+                .into_iter()
+                .collect()
+        })
+        .workers(1);
+    let reconcile = move |cm: Arc<DynamicObject>, ctx: Context<DynamicObject>| {
+        let value = cm.data["data"]["k"].as_str().map(str::to_owned);
+        let cached = ctx.lister::<DynamicObject>().map(|l| l.list().len());
+        let _ = tx.send((ctx.key().to_owned(), value, cached));
+        futures_ready::ready()
+    };
+    let run = tokio::spawn(controller.run(reconcile, shutdown.clone()));
+    // only the labelled ConfigMap is listed, decoded whole, and cached
+    let first = ("default/a".to_owned(), Some("v".to_owned()), Some(1));
+    assert_eq!(next(&mut rx).await, first);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "s", "namespace": "default", "labels": {"for": "a"}}});
+    server
+        .objects()
+        .create("secrets", "default", secret)
+        .unwrap();
+    assert_eq!(next(&mut rx).await, first);
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+    // `b` was never listed, so never reconciled
+    assert!(rx.try_recv().is_err());
+    server.shutdown().await;
+}
