@@ -27,7 +27,7 @@ pub use crate::controller::{
 pub use crate::indexer::{meta_namespace_key, Lister, Object, ObjectOrTombstone};
 pub use crate::informer::{
     wait_for_cache_sync, HasSynced, InformerFactory, ResourceEventHandler,
-    ResourceEventHandlerFuncs, SharedIndexInformer,
+    ResourceEventHandlerFuncs, SharedIndexInformer, WatchConfig,
 };
 pub use crate::k8s_openapi;
 pub use crate::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
