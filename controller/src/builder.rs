@@ -88,6 +88,7 @@ trait MakeInformer<K>: Send + Sync {
         K: KubeObject + DeserializeOwned;
 }
 
+/// How a controller makes the informer of the type it reconciles.
 type PrimaryInformer<K> = Arc<dyn MakeInformer<K>>;
 
 /// The informer of a typed `K` (the resource is `K`'s own).

@@ -54,11 +54,10 @@ impl CompactMap {
         let mut hi = self.len();
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let (k, v) = self.entry(mid);
-            match k.cmp(key) {
+            match self.key(mid).cmp(key) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Some(v),
+                std::cmp::Ordering::Equal => return Some(self.value(mid)),
             }
         }
         None
@@ -121,10 +120,19 @@ impl CompactMap {
 
     /// Entry `i` (`i < len`).
     fn entry(&self, i: usize) -> (&str, &str) {
+        (self.key(i), self.value(i))
+    }
+
+    /// The key of entry `i`: from the end of the entry before to its own
+    /// key's end offset.
+    fn key(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.word(2 * i) };
-        let key_end = self.word(1 + 2 * i);
-        let value_end = self.word(2 + 2 * i);
-        (self.text(start..key_end), self.text(key_end..value_end))
+        self.text(start..self.word(1 + 2 * i))
+    }
+
+    /// The value of entry `i`: between its key's end and its own end.
+    fn value(&self, i: usize) -> &str {
+        self.text(self.word(1 + 2 * i)..self.word(2 + 2 * i))
     }
 
     /// Builds a map from `text` and the ranges of its keys and values, in
