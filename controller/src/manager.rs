@@ -132,7 +132,7 @@ impl Manager {
             ..InformerScope::default()
         };
         let watch_config = WatchConfig::default().strip_managed_fields(true);
-        let factory = own_factory(&client, &registry, &scope, watch_config);
+        let factory = own_factory(&client, &registry, scope, watch_config);
         let health = Health::with_registry(registry);
         Self::with_factory(client, Arc::new(factory), health)
     }
@@ -205,7 +205,7 @@ impl Manager {
     #[must_use]
     pub fn watch_config(mut self, watch_config: WatchConfig) -> Self {
         let scope = self.factory.scope();
-        let factory = own_factory(&self.client, &self.registry, &scope, watch_config);
+        let factory = own_factory(&self.client, &self.registry, scope, watch_config);
         self.factory = Arc::new(factory);
         self
     }
@@ -223,7 +223,7 @@ impl Manager {
         let mut scope = self.factory.scope();
         scope.label_selector = Some(config.selector());
         let watch_config = self.factory.watch_config();
-        let factory = own_factory(&self.client, &self.registry, &scope, watch_config);
+        let factory = own_factory(&self.client, &self.registry, scope.clone(), watch_config);
         self.factory = Arc::new(factory);
         let sharder = Sharder::new(self.client.clone(), config.clone()).namespace(scope.namespace);
         self.sharding = Some(Sharding {
@@ -498,20 +498,12 @@ async fn run_leading(
 fn own_factory(
     client: &Client,
     registry: &SharedRegistry,
-    scope: &InformerScope,
+    scope: InformerScope,
     watch_config: WatchConfig,
 ) -> InformerFactory {
-    let mut factory = InformerFactory::builder(client.clone())
+    InformerFactory::builder(client.clone())
+        .scope(scope)
         .watch_config(watch_config)
-        .metrics(registry.factory_metrics());
-    if let Some(namespace) = &scope.namespace {
-        factory = factory.namespace(namespace.clone());
-    }
-    if let Some(selector) = &scope.label_selector {
-        factory = factory.label_selector(selector.clone());
-    }
-    if let Some(selector) = &scope.field_selector {
-        factory = factory.field_selector(selector.clone());
-    }
-    factory.build()
+        .metrics(registry.factory_metrics())
+        .build()
 }

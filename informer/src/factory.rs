@@ -335,6 +335,15 @@ impl InformerFactoryBuilder {
         self
     }
 
+    /// Lists and watches in `scope` (namespace and selectors) at once,
+    /// replacing what [`namespace`](Self::namespace) and the selector
+    /// setters set.
+    #[must_use]
+    pub fn scope(mut self, scope: InformerScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
     /// Watch only this namespace (default: all).
     #[must_use]
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
@@ -550,8 +559,9 @@ impl InformerFactory {
 
     /// The shared metadata-only informer of `K` with a compact cache: as
     /// [`metadata_informer`](Self::metadata_informer) (the same requests),
-    /// holding [`CompactPartialObjectMetadata<K>`] (interned labels, no
-    /// k8s-openapi `ObjectMeta`): for caches of many objects' metadata.
+    /// holding [`CompactPartialObjectMetadata<K>`] (boxed strings, labels
+    /// in one allocation, no k8s-openapi `ObjectMeta`): for caches of many
+    /// objects' metadata.
     pub fn compact_metadata_informer<K: KubeResource>(
         &self,
     ) -> Arc<SharedIndexInformer<CompactPartialObjectMetadata<K>>> {
@@ -650,7 +660,6 @@ impl InformerFactory {
             .unwrap_or(self.default_resync);
         let name = key.to_string();
         let mut builder = SharedIndexInformer::builder(lw)
-            .watch_config(self.watch_config)
             .name(name.clone())
             .resync_period(resync);
         if let Some(metrics) = &self.metrics {
@@ -661,7 +670,7 @@ impl InformerFactory {
                 builder = builder.metrics(m);
             }
         }
-        builder = self.with_transform(builder);
+        builder = self.configured(builder);
         let informer = builder.build();
         if let Some(metrics) = &self.metrics {
             let weak = Arc::downgrade(&informer);
@@ -680,7 +689,10 @@ impl InformerFactory {
         informer
     }
 
-    fn with_transform<K: KubeObject>(
+    /// `builder` with the factory's watch configuration and `K`'s
+    /// transform, if any: a transform of `K`'s own replaces the
+    /// configuration's managedFields stripping.
+    fn configured<K: KubeObject>(
         &self,
         builder: SharedIndexInformerBuilder<K>,
     ) -> SharedIndexInformerBuilder<K> {
@@ -693,7 +705,7 @@ impl InformerFactory {
             Some(f) => builder
                 .watch_config(self.watch_config.strip_managed_fields(false))
                 .transform(move |obj| f(obj)),
-            None => builder,
+            None => builder.watch_config(self.watch_config),
         }
     }
 

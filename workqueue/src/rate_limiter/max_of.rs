@@ -25,23 +25,25 @@ impl<T> MaxOfRateLimiter<T> {
     pub fn new(limiters: Vec<Box<dyn RateLimiter<T>>>) -> Self {
         Self { limiters }
     }
+
+    /// The longest of the delays `delay` gives for each limiter (every
+    /// one is asked, and counts the retry).
+    fn longest(&self, delay: impl Fn(&dyn RateLimiter<T>) -> Duration) -> Duration {
+        self.limiters
+            .iter()
+            .map(|l| delay(l.as_ref()))
+            .max()
+            .unwrap_or_default()
+    }
 }
 
 impl<T> RateLimiter<T> for MaxOfRateLimiter<T> {
     fn when(&self, item: &T) -> Duration {
-        self.limiters
-            .iter()
-            .map(|l| l.when(item))
-            .max()
-            .unwrap_or_default()
+        self.longest(|l| l.when(item))
     }
 
     fn when_at(&self, item: &T, now: Instant) -> Duration {
-        self.limiters
-            .iter()
-            .map(|l| l.when_at(item, now))
-            .max()
-            .unwrap_or_default()
+        self.longest(|l| l.when_at(item, now))
     }
 
     fn forget(&self, item: &T) {
