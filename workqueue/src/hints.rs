@@ -60,10 +60,14 @@ impl<T> Hint<T> {
         })
     }
 
-    /// The item (tests).
-    #[cfg(test)]
+    /// The item.
     pub(crate) fn item(&self) -> &T {
         &self.item
+    }
+
+    /// The item's hash.
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
     }
 
     /// Sets or clears the flag (queue lock held).

@@ -201,7 +201,8 @@ impl<T: Item> Locked<'_, T> {
     #[inline]
     pub(crate) fn pop(&mut self) -> Option<T> {
         let inner = &mut *self.guard;
-        let item = inner.state.pop()?;
+        let shared = self.shared;
+        let item = inner.state.pop(|item| shared.hash(item))?;
         if let Some(m) = &mut inner.metrics {
             m.on_get(&item);
         }

@@ -3,15 +3,23 @@
 //! with client-go's rules (WQ1, WQ2, WQ4). No locking and no waking here:
 //! [`crate::shared`] wraps this in the queue mutex.
 //!
-//! Layout, chosen so that an item is stored once and a `pop` touches no
-//! hash table of waiting items:
-//! - `queue` holds each waiting item once, with its hash, in FIFO order.
-//! - `waiting` is a hash table of (absolute queue position, hash) pairs,
-//!   not of items: a lookup compares against the item stored in `queue`.
-//!   `pop` leaves the table alone: an entry whose position is below `head`
-//!   is stale; the next add of the same hash reuses it, and stale entries
-//!   are swept out before the table would grow, so the table stays within
-//!   twice the largest number of waiting items.
+//! Layout, chosen so that an add touches as little memory as it can (a
+//! queue of a million distinct keys does not fit in a cache, so each line
+//! an add touches is a miss) and a `pop` touches no table of waiting
+//! items:
+//! - `queue` holds each waiting item once, in FIFO order, and nothing
+//!   else: a `pop` recomputes the item's hash.
+//! - `waiting` is a hash table of 8-byte entries, not of items: 32 bits of
+//!   the item's hash and its queue position modulo 2^32. A lookup compares
+//!   against the item stored in `queue`, so an entry that points at
+//!   another item (a stale one, or a position that wrapped) never makes two
+//!   items one. `pop` leaves the table alone: an entry whose position is
+//!   not in the queue any more is stale; the next add of the same hash
+//!   reuses it, and stale entries are swept out instead of growing the
+//!   table once they are half of it, so the table stays within four times
+//!   the largest number of waiting items.
+//! - `hot` holds the hints of hot waiting items (few; empty unless adds
+//!   repeat), so that a waiting item needs no room for one.
 //! - `processing` holds a clone of each item handed out by `pop` (usually
 //!   as many as workers), with its dirty flag (added again while being
 //!   processed).
@@ -31,21 +39,41 @@ use crate::hints::{Hint, Hints};
 /// Above this many slots an emptied queue gives its memory back.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
-/// A waiting item, its hash and its hint, if it is hot.
-struct Slot<T> {
-    item: T,
-    hash: u64,
-    hint: Option<Arc<Hint<T>>>,
+/// An entry of the waiting table: the top 32 bits of an item's hash and
+/// its absolute queue position modulo 2^32.
+#[derive(Clone, Copy)]
+struct Entry(u64);
+
+impl Entry {
+    fn new(hash: u64, pos: u64) -> Self {
+        Self((hash & !0xffff_ffff) | (pos & 0xffff_ffff))
+    }
+
+    /// The hash bits the entry keeps.
+    fn tag(self) -> u64 {
+        self.0 >> 32
+    }
+
+    /// The index in the queue the entry points at, if any: the distance
+    /// from `head`, modulo 2^32 as the positions are kept.
+    fn index(self, head: u64, len: usize) -> Option<usize> {
+        let index = (self.0 as u32).wrapping_sub(head as u32) as usize;
+        (index < len).then_some(index)
+    }
+
+    /// The hash the table files the entry under, made from its kept bits
+    /// alone (the table rehashes from entries): the kept bits in both
+    /// halves, so that the table's bucket (low bits) and control byte (top
+    /// bits) both vary.
+    fn table_hash(self) -> u64 {
+        table_hash(self.0)
+    }
 }
 
-/// An entry of the waiting table: the absolute queue position of an item
-/// and its hash. Positions below `head` were handed out already: such
-/// entries are stale, reused by the next add of the same hash and swept
-/// out before the table grows.
-#[derive(Clone, Copy)]
-struct Pos {
-    pos: u64,
-    hash: u64,
+/// The table hash of an item whose hash is `hash` (see [`Entry::table_hash`]).
+fn table_hash(hash: u64) -> u64 {
+    let tag = hash >> 32;
+    tag | (tag << 32)
 }
 
 /// An item being processed.
@@ -84,10 +112,12 @@ pub(crate) enum DoneOutcome {
 
 /// Queue contents and flags; see the module documentation.
 pub(crate) struct State<T> {
-    queue: VecDeque<Slot<T>>,
+    queue: VecDeque<T>,
     /// Absolute position of `queue[0]`.
     head: u64,
-    waiting: HashTable<Pos>,
+    waiting: HashTable<Entry>,
+    /// Hints of hot waiting items.
+    hot: HashTable<Arc<Hint<T>>>,
     processing: HashTable<Processing<T>>,
     shutting_down: bool,
     drain: bool,
@@ -99,6 +129,7 @@ impl<T> Default for State<T> {
             queue: VecDeque::new(),
             head: 0,
             waiting: HashTable::new(),
+            hot: HashTable::new(),
             processing: HashTable::new(),
             shutting_down: false,
             drain: false,
@@ -155,7 +186,10 @@ impl<T: Eq + Clone> State<T> {
         if !self.processing.is_empty() {
             if let Some(p) = self.processing.find_mut(hash, |p| p.item.borrow() == item) {
                 if p.dirty {
-                    make_hot(&mut p.hint, &p.item, hash, hints);
+                    let hint = p
+                        .hint
+                        .get_or_insert_with(|| Hint::new(p.item.clone(), hash));
+                    hints.publish(hint);
                     return Ok(AddOutcome::AlreadyDirty);
                 }
                 p.dirty = true;
@@ -165,45 +199,82 @@ impl<T: Eq + Clone> State<T> {
                 return Ok(AddOutcome::MarkedDirty);
             }
         }
-        let (queue, head) = (&mut self.queue, self.head);
-        let found = self.waiting.find(hash, |e| {
-            e.hash == hash && slot_at(queue, head, e.pos).is_some_and(|s| s.item.borrow() == item)
-        });
-        let index = found.and_then(|e| usize::try_from(e.pos.checked_sub(head)?).ok());
-        if let Some(slot) = index.and_then(|i| queue.get_mut(i)) {
-            make_hot(&mut slot.hint, &slot.item, hash, hints);
+        if let Some(index) = self.waiting_index(item, hash) {
+            self.make_hot(index, hash, hints);
             return Ok(AddOutcome::AlreadyQueued);
         }
         Err(hints.take_up(item, hash))
     }
 
+    /// The queue index of `item`, if it is waiting.
+    #[inline]
+    fn waiting_index<Q>(&self, item: &Q, hash: u64) -> Option<usize>
+    where
+        T: Borrow<Q>,
+        Q: ?Sized + Eq,
+    {
+        let (queue, head, tag) = (&self.queue, self.head, hash >> 32);
+        let found = self.waiting.find(table_hash(hash), |e| {
+            e.tag() == tag
+                && e.index(head, queue.len())
+                    .is_some_and(|i| queue[i].borrow() == item)
+        });
+        found.and_then(|e| e.index(head, queue.len()))
+    }
+
+    /// A redundant add found the waiting item at `index`: it is hot. Gives
+    /// it a hint (set: the item is dirty) if it has none, and publishes
+    /// the hint.
+    fn make_hot(&mut self, index: usize, hash: u64, hints: &Hints<T>) {
+        let item = &self.queue[index];
+        if let Some(hint) = self.hot.find(hash, |h| h.item() == item) {
+            hints.publish(hint);
+            return;
+        }
+        let hint = Hint::new(item.clone(), hash);
+        hints.publish(&hint);
+        self.hot.insert_unique(hash, hint, |h| h.hash());
+    }
+
     /// Queues an item known to be neither waiting nor processing.
     fn push(&mut self, item: T, hash: u64, hint: Option<Arc<Hint<T>>>) {
         let pos = self.head + self.queue.len() as u64;
-        self.queue.push_back(Slot { item, hash, hint });
-        let head = self.head;
+        self.queue.push_back(item);
+        if let Some(hint) = hint {
+            self.hot.insert_unique(hash, hint, |h| h.hash());
+        }
+        let (head, len, tag) = (self.head, self.queue.len() - 1, hash >> 32);
         // Reuse a stale entry of the same hash (the item's own, usually).
-        if let Some(stale) = self
-            .waiting
-            .find_mut(hash, |e| e.hash == hash && e.pos < head)
-        {
-            stale.pos = pos;
+        if let Some(stale) = self.waiting.find_mut(table_hash(hash), |e| {
+            e.tag() == tag && e.index(head, len).is_none()
+        }) {
+            *stale = Entry::new(hash, pos);
             return;
         }
-        if self.waiting.len() == self.waiting.capacity() {
-            // Sweep stale entries before growing.
-            self.waiting.retain(|e| e.pos >= head);
+        let entries = self.waiting.len();
+        if entries == self.waiting.capacity() && entries >= 2 * len {
+            // At least half the entries are stale: sweep them rather than
+            // grow. (A waiting item has one entry; the others are stale.)
+            self.waiting.retain(|e| e.index(head, len).is_some());
         }
         self.waiting
-            .insert_unique(hash, Pos { pos, hash }, |e| e.hash);
+            .insert_unique(table_hash(hash), Entry::new(hash, pos), |e| e.table_hash());
     }
 
-    /// Takes the first waiting item and marks it as being processed.
+    /// Takes the first waiting item and marks it as being processed;
+    /// `hash_of` is the queue's hash function.
     #[inline]
-    pub(crate) fn pop(&mut self) -> Option<T> {
-        let Slot { item, hash, hint } = self.queue.pop_front()?;
-        // Its waiting entry is now stale (position below head).
+    pub(crate) fn pop(&mut self, hash_of: impl Fn(&T) -> u64) -> Option<T> {
+        let item = self.queue.pop_front()?;
+        // Its waiting entry is now stale (position out of the queue).
         self.head += 1;
+        let hash = hash_of(&item);
+        let hint = if self.hot.is_empty() {
+            None
+        } else {
+            let entry = self.hot.find_entry(hash, |h| *h.item() == item);
+            entry.ok().map(|e| e.remove().0)
+        };
         if let Some(hint) = &hint {
             hint.set_dirty(false);
         }
@@ -267,15 +338,8 @@ impl<T: Eq + Clone> State<T> {
 
     /// The most recently queued item.
     pub(crate) fn last_queued(&self) -> Option<&T> {
-        self.queue.back().map(|s| &s.item)
+        self.queue.back()
     }
-}
-
-/// A redundant add found the item dirty: it is hot. Gives it a hint (set:
-/// the item is dirty) if it has none, and publishes the hint.
-fn make_hot<T: Clone>(hint: &mut Option<Arc<Hint<T>>>, item: &T, hash: u64, hints: &Hints<T>) {
-    let hint = hint.get_or_insert_with(|| Hint::new(item.clone(), hash));
-    hints.publish(hint);
 }
 
 impl<T> State<T> {
@@ -318,18 +382,21 @@ impl<T: Eq + std::fmt::Debug> State<T> {
     /// and dirty); a published hint that is set is attached to its item.
     /// So a lock-free add that returns on a set hint finds its item dirty.
     pub(crate) fn check_hints(&self, hints: &Hints<T>) -> Result<(), String> {
-        let waiting = self.queue.iter().map(|s| (&s.item, &s.hint, true));
-        let processing = self.processing.iter().map(|p| (&p.item, &p.hint, p.dirty));
-        let attached: Vec<_> = waiting
-            .chain(processing)
-            .filter_map(|(item, hint, dirty)| Some((item, hint.as_ref()?, dirty)))
-            .collect();
+        let waiting = self.hot.iter().map(|h| (h.item(), h, true));
+        let processing = self.processing.iter();
+        let processing = processing.filter_map(|p| Some((&p.item, p.hint.as_ref()?, p.dirty)));
+        let attached: Vec<_> = waiting.chain(processing).collect();
         for (item, hint, dirty) in &attached {
             if hint.is_dirty() != *dirty || hint.item() != *item {
                 return Err(format!(
                     "{item:?} (dirty: {dirty}) has a hint set: {}",
                     hint.is_dirty()
                 ));
+            }
+        }
+        for hint in self.hot.iter() {
+            if !self.queue.contains(hint.item()) {
+                return Err(format!("hot hint of {:?} is not waiting", hint.item()));
             }
         }
         for hint in hints.published() {
@@ -343,12 +410,6 @@ impl<T: Eq + std::fmt::Debug> State<T> {
         }
         Ok(())
     }
-}
-
-/// The slot at absolute position `pos` (`None` for a stale position).
-fn slot_at<T>(queue: &VecDeque<Slot<T>>, head: u64, pos: u64) -> Option<&Slot<T>> {
-    let index = usize::try_from(pos.checked_sub(head)?).ok()?;
-    queue.get(index)
 }
 
 #[cfg(test)]
@@ -382,6 +443,12 @@ mod tests {
     impl std::ops::DerefMut for Fixture {
         fn deref_mut(&mut self) -> &mut State<String> {
             &mut self.st
+        }
+    }
+
+    impl Fixture {
+        fn pop(&mut self) -> Option<String> {
+            self.st.pop(|s| h(s))
         }
     }
 
@@ -441,6 +508,31 @@ mod tests {
             }
         }
         assert_eq!(st.len(), 0);
+    }
+
+    /// Entries keep 32 bits of the hash and of the position: growth
+    /// files each entry under the hash its item was looked up with, and
+    /// positions that cross 2^32 still find their items.
+    #[test]
+    fn entries_keep_their_bucket_through_growth_and_positions_wrap() {
+        for hash in [0, 1, u64::MAX, 0xdead_beef_0000_0001, h("k")] {
+            let entry = Entry::new(hash, 7);
+            assert_eq!(entry.table_hash(), table_hash(hash), "{hash:x}");
+            assert_eq!(entry.tag(), hash >> 32);
+        }
+        let mut st = Fixture::default();
+        st.st.head = u64::from(u32::MAX) - 500;
+        for i in 0..1000 {
+            assert_eq!(add(&mut st, &format!("k{i}")), AddOutcome::Queued);
+        }
+        for i in 0..1000 {
+            let k = format!("k{i}");
+            assert_eq!(add(&mut st, &k), AddOutcome::AlreadyQueued, "{k}");
+        }
+        for i in 0..1000 {
+            assert_eq!(st.pop().unwrap(), format!("k{i}"));
+        }
+        assert_eq!(add(&mut st, "k1"), AddOutcome::MarkedDirty);
     }
 
     #[test]
