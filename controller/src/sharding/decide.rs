@@ -47,8 +47,27 @@ pub fn decide(key: &str, shard: Option<&str>, draining: bool, live: &BTreeSet<St
     }
 }
 
-/// The shard an owned object should carry: its controller owner's, when
-/// the owner has one (`None`: leave the object as it is).
+/// Where the owner `key` (labelled `shard` and `draining`) is going: the
+/// member the sharder assigns it to when its decision is an assignment
+/// (it is unowned, or its owner is dead), else its current owner. Its
+/// children follow this target, so that they reach the new owner before
+/// the owner does (the sharder assigns an owner only once its children
+/// carry the target, see `DESIGN.md` SH6).
+pub fn owner_target(
+    key: &str,
+    shard: Option<&str>,
+    draining: bool,
+    live: &BTreeSet<String>,
+) -> Option<String> {
+    match decide(key, shard, draining, live) {
+        Decision::Assign(to) => Some(to),
+        _ => shard.map(str::to_owned),
+    }
+}
+
+/// The shard an owned object should carry: its controller owner's target
+/// ([`owner_target`]), when the owner has one (`None`: leave the object as
+/// it is).
 pub fn decide_child(child_shard: Option<&str>, owner_shard: Option<&str>) -> Option<String> {
     match owner_shard {
         Some(owner) if child_shard != Some(owner) => Some(owner.to_owned()),
@@ -90,6 +109,34 @@ mod tests {
         assert_eq!(decide_child(Some("b"), Some("a")), Some("a".to_owned()));
         assert_eq!(decide_child(Some("a"), Some("a")), None);
         assert_eq!(decide_child(Some("a"), None), None);
+    }
+
+    #[test]
+    fn children_go_where_their_owner_is_going() {
+        let live = set(&["a", "b"]);
+        let to = ring::assign("ns/x", ["a", "b"]).unwrap().to_owned();
+        let other = if to == "a" { "b" } else { "a" };
+        // unowned or owned by a dead member: the member it is assigned to
+        assert_eq!(owner_target("ns/x", None, false, &live), Some(to.clone()));
+        assert_eq!(
+            owner_target("ns/x", Some("dead"), true, &live),
+            Some(to.clone())
+        );
+        // a live owner keeps its children, draining or not, until it lets go
+        assert_eq!(
+            owner_target("ns/x", Some(other), false, &live),
+            Some(other.to_owned())
+        );
+        assert_eq!(
+            owner_target("ns/x", Some(other), true, &live),
+            Some(other.to_owned())
+        );
+        // nobody alive: leave everything where it is
+        assert_eq!(owner_target("ns/x", None, false, &set(&[])), None);
+        assert_eq!(
+            owner_target("ns/x", Some("dead"), false, &set(&[])),
+            Some("dead".to_owned())
+        );
     }
 
     /// One object, its labels and who reconciles it, stepped through the

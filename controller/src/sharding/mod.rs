@@ -23,6 +23,7 @@
 //!   expired by the sharder's local observation, or released) are
 //!   reassigned at once.
 
+mod children;
 mod config;
 pub mod decide;
 mod gate;

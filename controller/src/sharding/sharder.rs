@@ -26,7 +26,8 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::decide::{decide, decide_child, Decision};
+use super::children::{kind_key, Children};
+use super::decide::{decide, decide_child, owner_target, Decision};
 use super::members::Members;
 use super::{ShardingConfig, ShardingError, RING_LABEL};
 use crate::handlers::EnqueueHandler;
@@ -55,6 +56,8 @@ struct Context {
     factory: Arc<InformerFactory>,
     scope: InformerScope,
     live: watch::Receiver<BTreeSet<String>>,
+    /// Owner queues and children checks of this run's kinds.
+    children: Arc<Children>,
     stop: CancellationToken,
 }
 
@@ -226,29 +229,30 @@ impl Sharder {
             factory: Arc::clone(&factory),
             scope: factory.scope(),
             live,
+            children: Arc::default(),
             stop: stop.clone(),
         };
-        let mut runs = Vec::new();
-        let mut result = Ok(());
-        for kind in &self.kinds {
-            match kind(&ctx) {
-                Ok(run) => runs.push(tokio::spawn(run)),
-                Err(e) => {
-                    result = Err(e);
-                    stop.cancel();
-                    break;
+        // every kind's informers exist before the factory starts them, and
+        // the factory starts before any kind waits for its caches
+        let runs: Result<Vec<_>, _> = self.kinds.iter().map(|kind| kind(&ctx)).collect();
+        let result = runs.and_then(|runs| {
+            factory
+                .start(&stop)
+                .map_err(|e| ShardingError::Sharder(e.to_string()))?;
+            Ok(runs.into_iter().map(tokio::spawn).collect::<Vec<_>>())
+        });
+        let result = match result {
+            Ok(runs) => {
+                for run in runs {
+                    let _ = run.await;
                 }
+                Ok(())
             }
-        }
-        if result.is_ok() {
-            if let Err(e) = factory.start(&stop) {
-                result = Err(ShardingError::Sharder(e.to_string()));
+            Err(e) => {
                 stop.cancel();
+                Err(e)
             }
-        }
-        for run in runs {
-            let _ = run.await;
-        }
+        };
         factory.shutdown().await;
         result
     }
@@ -457,11 +461,20 @@ where
     let resource = K::api_resource();
     let (client, live, stop) = (ctx.client.clone(), ctx.live.clone(), ctx.stop.clone());
     let workers = ctx.config.sharder_workers;
+    let (children, kind) = (Arc::clone(&ctx.children), kind_key(&resource));
+    children.owner_queue(kind.clone(), queue.clone());
+    let factory = Arc::clone(&ctx.factory);
     Box::pin(async move {
         if let Err(e) = registered {
             tracing::error!(error = %e, "sharder: no handler on the informer");
             return;
         }
+        // decide on whole caches: an owner's children must be listed
+        // before it can wait for them
+        if factory.wait_for_cache_sync(&stop, None).await.is_err() {
+            return;
+        }
+        tracing::info!(kind = %kind, objects = store.len(), "sharder: caches synced");
         let requeue = tokio::spawn(requeue_on_ring_change(
             live.clone(),
             Arc::clone(&store),
@@ -484,8 +497,13 @@ where
                 .and_then(|o| o.resource_version())
                 .unwrap_or_default()
                 .to_owned();
+            if !matches!(decision, Some(Decision::Assign(_))) {
+                children.settled(&kind, &key);
+            }
             let labels = match decision {
                 None | Some(Decision::Keep) => None,
+                // its children first (see `children`)
+                Some(Decision::Assign(to)) if !children.may_assign(&kind, &key, &to) => None,
                 Some(Decision::Assign(to)) => {
                     Some(serde_json::json!({shard_label.clone(): to, drain_label.clone(): null}))
                 }
@@ -579,7 +597,65 @@ where
         .map(|_| ())
 }
 
-/// The sharder's loop for `C`s owned by `K`s: each follows its owner.
+/// The key of a child's controller owner of kind `owner_kind`.
+fn owner_key_of<C>(owner_kind: &str, child: &Meta<C>) -> Option<String>
+where
+    C: KubeResource,
+{
+    let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
+    Some(match child.namespace() {
+        Some(ns) => format!("{ns}/{}", owner.name),
+        None => owner.name.clone(),
+    })
+}
+
+/// Links the children of `K`s in `children` to the owners' loop (see
+/// `children`): whether every child of an owner carries a shard, and the
+/// owner queued again whenever one of its children appears, changes shard
+/// or goes.
+fn link_children<K, C>(
+    ctx: &Context,
+    children: &SharedIndexInformer<Meta<C>>,
+) -> Result<(), kcontrol_informer::InformerError>
+where
+    K: KubeResource,
+    C: KubeResource,
+{
+    let owner = K::api_resource();
+    let (kind, owner_kind) = (kind_key(&owner), owner.kind.into_owned());
+    let (store, label) = (children.store(), ctx.config.shard_label());
+    ctx.children.check(
+        kind.clone(),
+        Arc::new(move |key: &str, to: &str| {
+            let children = store.by_index(OWNER_INDEX, key).unwrap_or_default();
+            children
+                .iter()
+                .all(|c| c.labels().value_of(&label) == Some(to))
+        }),
+    );
+    let (links, label) = (Arc::clone(&ctx.children), ctx.config.shard_label());
+    let changed = move |old: Option<&Meta<C>>, new: &Meta<C>| {
+        let shard = |c: &Meta<C>| c.labels().value_of(&label).map(str::to_owned);
+        if old.is_some_and(|o| shard(o) == shard(new)) {
+            return;
+        }
+        if let Some(key) = owner_key_of(&owner_kind, new) {
+            links.owner_changed(&kind, key);
+        }
+    };
+    let (on_update, on_delete) = (changed.clone(), changed.clone());
+    children
+        .add_event_handler(
+            ResourceEventHandlerFuncs::new()
+                .add_func(move |c: &Arc<Meta<C>>, _| changed(None, c))
+                .update_func(move |old, new| on_update(Some(old.as_ref()), new))
+                .delete_func(move |gone| on_delete(None, gone.object())),
+        )
+        .map(|_| ())
+}
+
+/// The sharder's loop for `C`s owned by `K`s: each follows where its owner
+/// is going ([`owner_target`]), ahead of the owner.
 fn run_owned<K, C>(ctx: &Context) -> Result<BoxFuture<'static, ()>, ShardingError>
 where
     K: KubeResource,
@@ -591,36 +667,46 @@ where
     let children = ctx
         .factory
         .scoped_compact_metadata_informer::<C>(ctx.scope.clone());
-    let owner_resource = K::api_resource();
-    let owner_kind = owner_resource.kind.clone();
-    let owner_key = move |child: &Meta<C>| -> Option<String> {
-        let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
-        Some(match child.namespace() {
-            Some(ns) => format!("{ns}/{}", owner.name),
-            None => owner.name.clone(),
-        })
-    };
+    let owner_kind = K::api_resource().kind.into_owned();
+    let owner_key = move |child: &Meta<C>| owner_key_of(&owner_kind, child);
     add_owner_index(&children, owner_key.clone())?;
     let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
     let err = |e: kcontrol_informer::InformerError| ShardingError::Sharder(e.to_string());
     children
         .add_event_handler(EnqueueHandler::for_object(queue.clone()))
         .map_err(err)?;
-    let shard_label = ctx.config.shard_label();
+    let (shard_label, drain_label) = (ctx.config.shard_label(), ctx.config.drain_label());
     let (child_store, owner_store) = (children.store(), owners.store());
     follow_owners(&owners, &queue, &child_store, &shard_label).map_err(err)?;
+    link_children::<K, C>(ctx, &children).map_err(err)?;
     let resource = C::api_resource();
-    let (client, stop) = (ctx.client.clone(), ctx.stop.clone());
+    let (client, live, stop) = (ctx.client.clone(), ctx.live.clone(), ctx.stop.clone());
     let workers = ctx.config.sharder_workers;
+    let requeue = requeue_on_ring_change(
+        live.clone(),
+        Arc::clone(&child_store),
+        queue.clone(),
+        stop.clone(),
+    );
+    let factory = Arc::clone(&ctx.factory);
     Ok(Box::pin(async move {
+        if factory.wait_for_cache_sync(&stop, None).await.is_err() {
+            return;
+        }
+        let requeue = tokio::spawn(requeue);
         let sync = move |key: String| {
             let child = child_store.get_by_key(&key);
             let target = child.as_ref().and_then(|c| {
-                let owner = owner_store.get_by_key(&owner_key(c)?)?;
-                decide_child(
-                    c.labels().value_of(&shard_label),
-                    owner.labels().value_of(&shard_label),
-                )
+                let owner_key = owner_key(c)?;
+                let owner = owner_store.get_by_key(&owner_key)?;
+                let labels = owner.labels();
+                let to = owner_target(
+                    &owner_key,
+                    labels.value_of(&shard_label),
+                    labels.value_of(&drain_label).is_some(),
+                    &live.borrow(),
+                );
+                decide_child(c.labels().value_of(&shard_label), to.as_deref())
             });
             let rv = child
                 .as_ref()
@@ -639,6 +725,7 @@ where
         if let Err(e) = run_workers(queue, workers, stop, sync).await {
             tracing::error!(error = %e, "sharder workers failed");
         }
+        let _ = requeue.await;
     }))
 }
 

@@ -1,7 +1,9 @@
 //! `Manager::sharded` (SH2, SH4, SH7): two managers on one API server share
 //! the ConfigMaps of a ring; each reconciles only the ones labelled with
 //! its member name; no key is reconciled by both at once; after one shuts
-//! down gracefully the other owns and reconciles every ConfigMap.
+//! down gracefully the other owns and reconciles every ConfigMap. And the
+//! `Sharder` alone (SH6): the children of an owner whose member is gone
+//! reach the new member before their owner does.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,9 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcontrol_client::Client;
-use kcontrol_controller::{Action, Context, Manager, ShardingConfig};
+use kcontrol_controller::{Action, Context, Manager, Sharder, ShardingConfig};
 use kcontrol_testserver::TestServer;
 use serde_json::json;
 use tokio::time::Instant;
@@ -151,6 +153,96 @@ async fn sh2_sh7_two_sharded_managers_share_the_objects_and_hand_over_on_shutdow
                 );
             }
         }
+    }
+    server.shutdown().await;
+}
+
+/// The resource version of every object of `resource` whose name starts
+/// with `prefix`, with its shard label.
+fn versions(
+    server: &TestServer,
+    resource: &str,
+    prefix: &str,
+) -> BTreeMap<String, (u64, Option<String>)> {
+    let list = server.objects().list(resource, Some("default")).unwrap();
+    list.items
+        .iter()
+        .filter(|o| o.name().starts_with(prefix))
+        .map(|o| {
+            let meta = &o.value()["metadata"];
+            let rv = meta["resourceVersion"].as_str().unwrap().parse().unwrap();
+            let shard = meta["labels"][SHARD].as_str().map(str::to_owned);
+            (o.name().to_owned(), (rv, shard))
+        })
+        .collect()
+}
+
+/// SH6: ConfigMaps labelled for a member that has no Lease (gone) each
+/// control two Secrets with the same label; the one live member, `a`,
+/// gets them all, and every Secret is relabelled before its ConfigMap, so
+/// that a controller on `a` finds its children cached when the owner
+/// arrives (no create of a child that exists).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sh6_children_reach_the_new_member_before_their_owner() {
+    let (server, client) = server().await;
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "cms-a", "labels": {"sharding.kcontrol.dev/ring": "cms"}},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 3600}});
+    server
+        .objects()
+        .create("leases.coordination.k8s.io", "default", lease)
+        .unwrap();
+    for i in 0..OBJECTS {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}"), "labels": {SHARD: "gone"}}});
+        let cm = server
+            .objects()
+            .create("configmaps", "default", cm)
+            .unwrap();
+        let uid = cm.value()["metadata"]["uid"].as_str().unwrap().to_owned();
+        for j in 0..2 {
+            let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("cm-{i}"),
+                "uid": uid, "controller": true}]);
+            let secret = json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": format!("cm-{i}-{j}"), "labels": {SHARD: "gone"},
+                    "ownerReferences": owner}});
+            server
+                .objects()
+                .create("secrets", "default", secret)
+                .unwrap();
+        }
+    }
+    let config = ShardingConfig::new("default", "cms").lease_timings(
+        Duration::from_secs(15),
+        Duration::from_secs(10),
+        Duration::from_millis(200),
+    );
+    let sharder = Sharder::new(client, config)
+        .shard::<ConfigMap>()
+        .owns::<ConfigMap, Secret>();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let stop = stop.clone();
+        async move { sharder.run(stop).await.unwrap() }
+    });
+    let all_on_a = |m: &BTreeMap<String, (u64, Option<String>)>, n: usize| {
+        m.len() == n && m.values().all(|(_, s)| s.as_deref() == Some("a"))
+    };
+    eventually("every ConfigMap and Secret labelled for a", async || {
+        all_on_a(&versions(&server, "configmaps", "cm-"), OBJECTS)
+            && all_on_a(&versions(&server, "secrets", "cm-"), 2 * OBJECTS)
+    })
+    .await;
+    stop.cancel();
+    run.await.unwrap();
+    let owners = versions(&server, "configmaps", "cm-");
+    for (name, (rv, _)) in versions(&server, "secrets", "cm-") {
+        let owner = name.rsplit_once('-').unwrap().0;
+        let owner_rv = owners[owner].0;
+        assert!(
+            rv < owner_rv,
+            "{name} relabelled at {rv}, after its owner {owner} at {owner_rv}"
+        );
     }
     server.shutdown().await;
 }
