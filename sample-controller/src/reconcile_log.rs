@@ -5,8 +5,8 @@
 //! Off by default; when on, its cost is one small write per reconcile.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::Path;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use parking_lot::Mutex;
@@ -81,6 +81,52 @@ pub fn parse(text: &str) -> Vec<LoggedReconcile> {
         .collect()
 }
 
+/// Reads a growing reconcile log a piece at a time: each
+/// [`read_new`](Self::read_new) parses only the lines appended since the
+/// last one, so that a harness polling a long log does not take the CPU
+/// from the replicas it measures.
+#[derive(Debug)]
+pub struct LogTail {
+    path: PathBuf,
+    offset: u64,
+    /// The start of a line not yet complete.
+    rest: Vec<u8>,
+}
+
+impl LogTail {
+    /// A tail of `path`, from its start.
+    pub fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            offset: 0,
+            rest: Vec::new(),
+        }
+    }
+
+    /// The reconciles of the lines completed since the last call (none
+    /// while the file does not exist).
+    ///
+    /// # Errors
+    /// When the file exists and cannot be read.
+    pub fn read_new(&mut self) -> std::io::Result<Vec<LoggedReconcile>> {
+        let mut file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        file.seek(SeekFrom::Start(self.offset))?;
+        let read = file.read_to_end(&mut self.rest)?;
+        self.offset += read as u64;
+        let complete = self
+            .rest
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let lines: Vec<u8> = self.rest.drain(..complete).collect();
+        Ok(parse(&String::from_utf8_lossy(&lines)))
+    }
+}
+
 /// Pairs of reconciles of one key by two replicas whose intervals overlap.
 pub fn overlaps(log: &[LoggedReconcile]) -> Vec<(LoggedReconcile, LoggedReconcile)> {
     let mut by_key: std::collections::HashMap<&str, Vec<&LoggedReconcile>> =
@@ -123,5 +169,31 @@ mod tests {
         let found = overlaps(&log);
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].1.key, "ns/y");
+    }
+
+    #[test]
+    fn a_tail_reads_each_complete_line_once() {
+        let dir = std::env::temp_dir().join(format!("reconcile-log-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        let mut tail = LogTail::new(&path);
+        assert!(tail.read_new().unwrap().is_empty(), "no file yet");
+        let append = |text: &str| {
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+        };
+        append("a ns/x 1 2\nb ns/");
+        let first = tail.read_new().unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].key, "ns/x");
+        append("y 3 4\n");
+        let second = tail.read_new().unwrap();
+        assert_eq!((second.len(), second[0].key.as_str()), (1, "ns/y"));
+        assert!(tail.read_new().unwrap().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
