@@ -388,26 +388,28 @@ fn list_body(
             (full(b), ct)
         }
         Output::PartialMetadata { protobuf: true, .. } => {
-            let items: Vec<Value> = items
+            static EMPTY: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
+            let metadata = items
                 .iter()
-                .map(|o| render::partial_metadata(o.value(), false))
-                .collect();
-            let b = crate::proto::encode_list(
-                render::meta_api_version(false),
-                "PartialObjectMetadataList",
-                &list_meta,
-                &items,
-            )
-            .map_err(|e| super::negotiate::proto_response_error(&e))?;
+                .map(|o| o.value().get("metadata").unwrap_or(&EMPTY));
+            let b = crate::proto::encode_metadata_list(&list_meta, metadata)
+                .map_err(|e| super::negotiate::proto_response_error(&e))?;
             (full(Bytes::from(b)), crate::proto::MEDIA_TYPE)
         }
         Output::PartialMetadata { v1beta1, .. } => {
-            let items: Vec<Value> = items
+            let head = format!(
+                "{{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                render::meta_api_version(v1beta1),
+                list_meta
+            );
+            let parts: Vec<Bytes> = items
                 .iter()
-                .map(|o| render::partial_metadata(o.value(), v1beta1))
+                .map(|o| render::partial_metadata_json(o.value(), v1beta1))
                 .collect();
-            let v = json!({"kind": "PartialObjectMetadataList", "apiVersion": render::meta_api_version(v1beta1), "metadata": list_meta, "items": items});
-            (full(render::json_bytes(&v)), "application/json")
+            (
+                JoinedBody::new(Bytes::from(head), parts, Bytes::from_static(b"]}")).boxed(),
+                "application/json",
+            )
         }
         Output::Table { v1beta1 } => {
             let rows = items

@@ -64,6 +64,26 @@ pub(crate) fn meta_api_version(v1beta1: bool) -> &'static str {
     }
 }
 
+/// The JSON of an object's PartialObjectMetadata, serialized from the
+/// object's own metadata (no copy of it: a metadata list of many objects
+/// costs their serialization only).
+pub(crate) fn partial_metadata_json(obj: &Value, v1beta1: bool) -> Bytes {
+    #[derive(serde::Serialize)]
+    struct Partial<'a> {
+        #[serde(rename = "apiVersion")]
+        api_version: &'static str,
+        kind: &'static str,
+        metadata: &'a Value,
+    }
+    static EMPTY: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
+    let partial = Partial {
+        api_version: meta_api_version(v1beta1),
+        kind: "PartialObjectMetadata",
+        metadata: obj.get("metadata").unwrap_or(&EMPTY),
+    };
+    Bytes::from(serde_json::to_vec(&partial).unwrap_or_default())
+}
+
 /// PartialObjectMetadata of an object.
 pub(crate) fn partial_metadata(obj: &Value, v1beta1: bool) -> Value {
     json!({"kind": "PartialObjectMetadata", "apiVersion": meta_api_version(v1beta1), "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
@@ -88,7 +108,7 @@ pub(crate) fn render_one(
             v1beta1,
             protobuf: false,
         } => Ok((
-            json_bytes(&partial_metadata(obj.value(), v1beta1)),
+            partial_metadata_json(obj.value(), v1beta1),
             "application/json",
         )),
         Output::PartialMetadata { protobuf: true, .. } => {

@@ -360,7 +360,7 @@ impl Watcher {
                 render::object_json(&self.info, obj)
             }
             Output::PartialMetadata { v1beta1, .. } => {
-                render::json_bytes(&render::partial_metadata(obj.value(), v1beta1))
+                render::partial_metadata_json(obj.value(), v1beta1)
             }
             Output::Table { v1beta1 } => {
                 let v = render::object_value(&self.info, obj);

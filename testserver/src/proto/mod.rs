@@ -405,6 +405,28 @@ pub(crate) fn encode_list(
     Ok(envelope(api_version, list_kind, raw))
 }
 
+/// A `meta.k8s.io/v1` `PartialObjectMetadataList` of the objects whose
+/// `metadata` the iterator gives, encoded from them directly (no copy of
+/// an object or of its metadata).
+pub(crate) fn encode_metadata_list<'a>(
+    list_meta: &Value,
+    metadata: impl Iterator<Item = &'a Value>,
+) -> Result<Vec<u8>, ProtoError> {
+    let meta = metav1::ListMeta::from_json(list_meta, "metadata")?;
+    let mut raw = Vec::new();
+    prost::encoding::message::encode(1, &meta, &mut raw);
+    for (i, m) in metadata.enumerate() {
+        let item = metav1::PartialObjectMetadata {
+            metadata: Some(metav1::ObjectMeta::from_json(
+                m,
+                &format!("items[{i}].metadata"),
+            )?),
+        };
+        prost::encoding::message::encode(2, &item, &mut raw);
+    }
+    Ok(envelope("meta.k8s.io/v1", "PartialObjectMetadataList", raw))
+}
+
 fn prefix_error(e: ProtoError, prefix: &str) -> ProtoError {
     match e {
         ProtoError::Unsupported(f) => ProtoError::Unsupported(child(prefix, &f)),
