@@ -115,8 +115,12 @@ impl LogTail {
             Err(e) => return Err(e),
         };
         file.seek(SeekFrom::Start(self.offset))?;
-        let read = file.read_to_end(&mut self.rest)?;
-        self.offset += read as u64;
+        // into a buffer of its own: a read that fails part way leaves
+        // the tail as it was, to read again
+        let mut new = Vec::new();
+        file.read_to_end(&mut new)?;
+        self.offset += new.len() as u64;
+        self.rest.extend_from_slice(&new);
         let complete = self
             .rest
             .iter()

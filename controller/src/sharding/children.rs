@@ -32,8 +32,9 @@ pub(super) type Ready = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 pub(super) struct Children {
     queues: Mutex<HashMap<String, RateLimitingQueue<String>>>,
     checks: Mutex<HashMap<String, Vec<Ready>>>,
-    /// When each owner began to wait for its children.
-    waiting: Mutex<HashMap<(String, String), Instant>>,
+    /// Which member each waiting owner goes to, and since when its
+    /// children have been going there.
+    waiting: Mutex<HashMap<(String, String), (String, Instant)>>,
 }
 
 /// The key of an owner kind.
@@ -60,8 +61,9 @@ impl Children {
     }
 
     /// Whether the owner `key` of kind `kind` may be assigned to `to` now:
-    /// its children all carry `to`, or it has waited [`CHILDREN_WAIT`].
-    /// While it waits, it is queued again when the wait ends.
+    /// its children all carry `to`, or they have had [`CHILDREN_WAIT`] to
+    /// follow it there (a new target starts the wait again). While it
+    /// waits, it is queued again when the wait ends.
     pub(super) fn may_assign(&self, kind: &str, key: &str, to: &str) -> bool {
         let ready = self
             .checks
@@ -74,7 +76,14 @@ impl Children {
             return true;
         }
         let now = Instant::now();
-        let since = *self.waiting.lock().entry(id.clone()).or_insert(now);
+        let since = {
+            let mut waiting = self.waiting.lock();
+            let wait = waiting.entry(id.clone()).or_insert((to.to_owned(), now));
+            if wait.0 != to {
+                *wait = (to.to_owned(), now);
+            }
+            wait.1
+        };
         if now.duration_since(since) >= CHILDREN_WAIT {
             tracing::warn!(
                 owner = key,
@@ -131,6 +140,15 @@ mod tests {
         assert!(!children.may_assign("/Foo", "ns/b", "m1"));
         tokio::time::advance(CHILDREN_WAIT / 2).await;
         assert!(children.may_assign("/Foo", "ns/b", "m1"));
+        // a new target starts the wait again
+        assert!(!children.may_assign("/Foo", "ns/d", "m1"));
+        tokio::time::advance(CHILDREN_WAIT - Duration::from_secs(1)).await;
+        assert!(!children.may_assign("/Foo", "ns/d", "m2"));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(
+            !children.may_assign("/Foo", "ns/d", "m2"),
+            "m2's wait began 2 s ago"
+        );
         // a child change queues its owner
         children.owner_changed("/Foo", "ns/c".into());
         assert_eq!(queue.len(), 1);

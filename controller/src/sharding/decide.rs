@@ -29,7 +29,8 @@ pub fn decide(key: &str, shard: Option<&str>, draining: bool, live: &BTreeSet<St
     match (shard, desired) {
         // no member alive: nobody to give it to, nobody to take it from
         (_, None) => Decision::Keep,
-        // unowned (new, or acknowledged by its old owner): assign at once
+        // unowned (new, or acknowledged by its old owner): assign (the
+        // sharder writes it once the object's children are there)
         (None, Some(to)) => Decision::Assign(to.to_owned()),
         // owner dead (Lease expired or released): it reconciles nothing
         (Some(owner), Some(to)) if !live.contains(owner) => Decision::Assign(to.to_owned()),

@@ -12,16 +12,17 @@
 //!   over the live members. The [`Sharder`], run by the replica elected
 //!   on the Lease `<ring>-sharder`, watches the ring's Leases and the
 //!   objects' metadata and writes the assignment as the label
-//!   `shard.kcontrol.dev/<ring>: <member>`; owned objects follow their
-//!   controller owner's label. Each replica's informers select
-//!   `shard.kcontrol.dev/<ring>=<member>`.
+//!   `shard.kcontrol.dev/<ring>: <member>`; owned objects follow where
+//!   their controller owner is going, ahead of it (an owner is assigned
+//!   once its children carry its new shard, or after 30 s). Each
+//!   replica's informers select `shard.kcontrol.dev/<ring>=<member>`.
 //! - **Moves** ([`decide`], [`ShardGate`]): a live owner is asked to let go
 //!   through the label `drain.kcontrol.dev/<ring>`; it stops starting
 //!   reconciles of the key, waits for the one in flight, and removes both
 //!   labels in one write guarded by the `resourceVersion`; only then does
-//!   the sharder assign the new owner. A dead owner's keys (its Lease
-//!   expired by the sharder's local observation, or released) are
-//!   reassigned at once.
+//!   the sharder assign the new owner (once the children are there). A
+//!   dead owner's keys (its Lease expired by the sharder's local
+//!   observation, or released) are reassigned without a drain.
 
 mod children;
 mod config;

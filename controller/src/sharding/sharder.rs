@@ -17,7 +17,7 @@ use kcontrol_indexer::{
     split_meta_namespace_key, DynamicObject, KubeObject, KubeResource, StringMap, ThreadSafeStore,
 };
 use kcontrol_informer::{
-    wait_for_cache_sync, InformerFactory, InformerFactoryBuilder, InformerScope,
+    wait_for_cache_sync, CacheSyncError, InformerFactory, InformerFactoryBuilder, InformerScope,
     ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kcontrol_workqueue::RateLimitingQueue;
@@ -118,7 +118,9 @@ impl Sharder {
         self
     }
 
-    /// Labels every `C` controlled by a `K` with its owner's shard (SH6).
+    /// Labels every `C` controlled by a `K` with the shard its owner is
+    /// going to, ahead of the owner: an owner is assigned once its
+    /// children carry its new shard (SH6).
     #[must_use]
     pub fn owns<K, C>(mut self) -> Self
     where
@@ -186,8 +188,9 @@ impl Sharder {
     /// listed (a member not yet seen must not count as dead) and until
     /// `members` has watched for one retry period (replicas started
     /// together join; a sharder taking over from a dead one, its replica
-    /// long up, starts at once), then evaluates every object at each
-    /// change of it and of the live members.
+    /// long up, starts at once), waits for its caches of every kind, then
+    /// evaluates every object at each change of it and of the live
+    /// members.
     ///
     /// # Errors
     /// [`ShardingError::Sharder`] when the informers cannot start.
@@ -446,6 +449,52 @@ fn trimmed<K>(o: Meta<K>, shard: &str, drain: &str) -> Meta<K> {
     }))
 }
 
+/// Waits until the sharder's caches have synced, so that it decides on
+/// whole caches (an owner's children must be listed before it can wait for
+/// them); a kind that cannot be listed (no RBAC, no CRD yet) holds the
+/// others back at most `bound` (the member Lease's duration). `false` when
+/// `stop` came first.
+async fn caches_synced(
+    factory: &InformerFactory,
+    stop: &CancellationToken,
+    kind: &str,
+    bound: Duration,
+) -> bool {
+    match factory.wait_for_cache_sync(stop, Some(bound)).await {
+        Ok(()) => true,
+        Err(CacheSyncError::Timeout { unsynced, .. }) => {
+            tracing::warn!(
+                kind,
+                ?unsynced,
+                "sharder: caches not synced in time: deciding on what is cached"
+            );
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// The labels the sharder writes on the object `key` of `kind` for
+/// `decision` (`labels`: the shard and drain label names), if any; an
+/// assignment waits for the object's children (see `children`).
+fn primary_labels(
+    decision: Option<Decision>,
+    children: &Children,
+    (kind, key): (&str, &str),
+    (shard, drain): (&str, &str),
+) -> Option<serde_json::Value> {
+    if !matches!(decision, Some(Decision::Assign(_))) {
+        children.settled(kind, key);
+    }
+    match decision? {
+        Decision::Keep => None,
+        Decision::Assign(to) if !children.may_assign(kind, key, &to) => None,
+        Decision::Assign(to) => Some(serde_json::json!({shard: to, drain: null})),
+        Decision::Drain => Some(serde_json::json!({drain: "true"})),
+        Decision::Undrain => Some(serde_json::json!({drain: null})),
+    }
+}
+
 /// The sharder's loop for a sharded kind `K`.
 fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
 where
@@ -463,15 +512,13 @@ where
     let workers = ctx.config.sharder_workers;
     let (children, kind) = (Arc::clone(&ctx.children), kind_key(&resource));
     children.owner_queue(kind.clone(), queue.clone());
-    let factory = Arc::clone(&ctx.factory);
+    let (factory, bound) = (Arc::clone(&ctx.factory), ctx.config.lease_duration);
     Box::pin(async move {
         if let Err(e) = registered {
             tracing::error!(error = %e, "sharder: no handler on the informer");
             return;
         }
-        // decide on whole caches: an owner's children must be listed
-        // before it can wait for them
-        if factory.wait_for_cache_sync(&stop, None).await.is_err() {
+        if !caches_synced(&factory, &stop, &kind, bound).await {
             return;
         }
         tracing::info!(kind = %kind, objects = store.len(), "sharder: caches synced");
@@ -497,19 +544,12 @@ where
                 .and_then(|o| o.resource_version())
                 .unwrap_or_default()
                 .to_owned();
-            if !matches!(decision, Some(Decision::Assign(_))) {
-                children.settled(&kind, &key);
-            }
-            let labels = match decision {
-                None | Some(Decision::Keep) => None,
-                // its children first (see `children`)
-                Some(Decision::Assign(to)) if !children.may_assign(&kind, &key, &to) => None,
-                Some(Decision::Assign(to)) => {
-                    Some(serde_json::json!({shard_label.clone(): to, drain_label.clone(): null}))
-                }
-                Some(Decision::Drain) => Some(serde_json::json!({drain_label.clone(): "true"})),
-                Some(Decision::Undrain) => Some(serde_json::json!({drain_label.clone(): null})),
-            };
+            let labels = primary_labels(
+                decision,
+                &children,
+                (&kind, &key),
+                (&shard_label, &drain_label),
+            );
             let (client, resource) = (client.clone(), resource.clone());
             async move {
                 match labels {
@@ -688,9 +728,10 @@ where
         queue.clone(),
         stop.clone(),
     );
-    let factory = Arc::clone(&ctx.factory);
+    let (factory, kind) = (Arc::clone(&ctx.factory), kind_key(&C::api_resource()));
+    let bound = ctx.config.lease_duration;
     Ok(Box::pin(async move {
-        if factory.wait_for_cache_sync(&stop, None).await.is_err() {
+        if !caches_synced(&factory, &stop, &kind, bound).await {
             return;
         }
         let requeue = tokio::spawn(requeue);

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::support;
+use crate::widgets::v1::Widget;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -244,5 +245,49 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
             "{name} relabelled at {rv}, after its owner {owner} at {owner_rv}"
         );
     }
+    server.shutdown().await;
+}
+
+/// A sharded kind whose children cannot be listed (a custom resource not
+/// installed) holds the sharder back one Lease duration, not for ever:
+/// the ConfigMaps of a gone member still reach the live one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_that_cannot_be_listed_does_not_stop_the_sharder() {
+    let (server, client) = server().await;
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "cms-a", "labels": {"sharding.kcontrol.dev/ring": "cms"}},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 3600}});
+    server
+        .objects()
+        .create("leases.coordination.k8s.io", "default", lease)
+        .unwrap();
+    for i in 0..OBJECTS {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}"), "labels": {SHARD: "gone"}}});
+        server
+            .objects()
+            .create("configmaps", "default", cm)
+            .unwrap();
+    }
+    let config = ShardingConfig::new("default", "cms").lease_timings(
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+        Duration::from_millis(200),
+    );
+    let sharder = Sharder::new(client, config)
+        .shard::<ConfigMap>()
+        .owns::<ConfigMap, Widget>();
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let stop = stop.clone();
+        async move { sharder.run(stop).await.unwrap() }
+    });
+    eventually("every ConfigMap labelled for a", async || {
+        let cms = versions(&server, "configmaps", "cm-");
+        cms.len() == OBJECTS && cms.values().all(|(_, s)| s.as_deref() == Some("a"))
+    })
+    .await;
+    stop.cancel();
+    run.await.unwrap();
     server.shutdown().await;
 }
