@@ -495,61 +495,71 @@ fn primary_labels(
     }
 }
 
-/// The sharder's loop for a sharded kind `K`.
-fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
-where
-    K: KubeResource,
-{
-    let informer = ctx
-        .factory
-        .scoped_compact_metadata_informer::<K>(ctx.scope.clone());
-    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
-    let registered = informer.add_event_handler(EnqueueHandler::for_object(queue.clone()));
-    let store = informer.store();
-    let (shard_label, drain_label) = (ctx.config.shard_label(), ctx.config.drain_label());
-    let resource = K::api_resource();
-    let (client, live, stop) = (ctx.client.clone(), ctx.live.clone(), ctx.stop.clone());
-    let workers = ctx.config.sharder_workers;
-    let (children, kind) = (Arc::clone(&ctx.children), kind_key(&resource));
-    children.owner_queue(kind.clone(), queue.clone());
-    let (factory, bound) = (Arc::clone(&ctx.factory), ctx.config.lease_duration);
-    Box::pin(async move {
-        if let Err(e) = registered {
-            tracing::error!(error = %e, "sharder: no handler on the informer");
-            return;
+/// One kind's loop in the sharder: once the caches have synced, it
+/// evaluates each queued key (and every key at each ring change) and
+/// writes the labels `labels_for` gives the key's object, guarded by the
+/// object's `resourceVersion`. Shared by the owners' and children's loops.
+struct KindLoop {
+    client: Client,
+    resource: kcontrol_indexer::ApiResource,
+    factory: Arc<InformerFactory>,
+    live: watch::Receiver<BTreeSet<String>>,
+    stop: CancellationToken,
+    /// The longest the caches may keep the loop from starting.
+    bound: Duration,
+    workers: usize,
+}
+
+impl KindLoop {
+    fn new(ctx: &Context, resource: kcontrol_indexer::ApiResource) -> Self {
+        Self {
+            client: ctx.client.clone(),
+            resource,
+            factory: Arc::clone(&ctx.factory),
+            live: ctx.live.clone(),
+            stop: ctx.stop.clone(),
+            bound: ctx.config.lease_duration,
+            workers: ctx.config.sharder_workers,
         }
+    }
+
+    async fn run<T, F>(
+        self,
+        store: Arc<ThreadSafeStore<T>>,
+        queue: RateLimitingQueue<String>,
+        labels_for: F,
+    ) where
+        T: KubeObject,
+        F: Fn(&str, Option<&T>) -> Option<serde_json::Value> + Send + Sync + 'static,
+    {
+        let Self {
+            client,
+            resource,
+            factory,
+            live,
+            stop,
+            bound,
+            workers,
+        } = self;
+        let kind = kind_key(&resource);
         if !caches_synced(&factory, &stop, &kind, bound).await {
             return;
         }
         tracing::info!(kind = %kind, objects = store.len(), "sharder: caches synced");
         let requeue = tokio::spawn(requeue_on_ring_change(
-            live.clone(),
+            live,
             Arc::clone(&store),
             queue.clone(),
             stop.clone(),
         ));
         let sync = move |key: String| {
             let object = store.get_by_key(&key);
-            let decision = object.as_ref().map(|o| {
-                let labels = o.labels();
-                decide(
-                    &key,
-                    labels.value_of(&shard_label),
-                    labels.value_of(&drain_label).is_some(),
-                    &live.borrow(),
-                )
-            });
+            let labels = labels_for(&key, object.as_deref());
             let rv = object
                 .as_ref()
                 .and_then(|o| o.resource_version())
                 .unwrap_or_default()
                 .to_owned();
-            let labels = primary_labels(
-                decision,
-                &children,
-                (&kind, &key),
-                (&shard_label, &drain_label),
-            );
             let (client, resource) = (client.clone(), resource.clone());
             async move {
                 match labels {
@@ -565,6 +575,47 @@ where
             tracing::error!(error = %e, "sharder workers failed");
         }
         let _ = requeue.await;
+    }
+}
+
+/// The sharder's loop for a sharded kind `K`.
+fn run_primary<K>(ctx: &Context) -> BoxFuture<'static, ()>
+where
+    K: KubeResource,
+{
+    let informer = ctx
+        .factory
+        .scoped_compact_metadata_informer::<K>(ctx.scope.clone());
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new();
+    let registered = informer.add_event_handler(EnqueueHandler::for_object(queue.clone()));
+    let (shard_label, drain_label) = (ctx.config.shard_label(), ctx.config.drain_label());
+    let kind_loop = KindLoop::new(ctx, K::api_resource());
+    let (live, children) = (ctx.live.clone(), Arc::clone(&ctx.children));
+    let kind = kind_key(&kind_loop.resource);
+    children.owner_queue(kind.clone(), queue.clone());
+    let labels_for = move |key: &str, object: Option<&Meta<K>>| {
+        let decision = object.map(|o| {
+            let labels = o.labels();
+            decide(
+                key,
+                labels.value_of(&shard_label),
+                labels.value_of(&drain_label).is_some(),
+                &live.borrow(),
+            )
+        });
+        primary_labels(
+            decision,
+            &children,
+            (&kind, key),
+            (&shard_label, &drain_label),
+        )
+    };
+    Box::pin(async move {
+        if let Err(e) = registered {
+            tracing::error!(error = %e, "sharder: no handler on the informer");
+            return;
+        }
+        kind_loop.run(informer.store(), queue, labels_for).await;
     })
 }
 
@@ -719,55 +770,23 @@ where
     let (child_store, owner_store) = (children.store(), owners.store());
     follow_owners(&owners, &queue, &child_store, &shard_label).map_err(err)?;
     link_children::<K, C>(ctx, &children).map_err(err)?;
-    let resource = C::api_resource();
-    let (client, live, stop) = (ctx.client.clone(), ctx.live.clone(), ctx.stop.clone());
-    let workers = ctx.config.sharder_workers;
-    let requeue = requeue_on_ring_change(
-        live.clone(),
-        Arc::clone(&child_store),
-        queue.clone(),
-        stop.clone(),
-    );
-    let (factory, kind) = (Arc::clone(&ctx.factory), kind_key(&C::api_resource()));
-    let bound = ctx.config.lease_duration;
-    Ok(Box::pin(async move {
-        if !caches_synced(&factory, &stop, &kind, bound).await {
-            return;
-        }
-        let requeue = tokio::spawn(requeue);
-        let sync = move |key: String| {
-            let child = child_store.get_by_key(&key);
-            let target = child.as_ref().and_then(|c| {
-                let owner_key = owner_key(c)?;
-                let owner = owner_store.get_by_key(&owner_key)?;
-                let labels = owner.labels();
-                let to = owner_target(
-                    &owner_key,
-                    labels.value_of(&shard_label),
-                    labels.value_of(&drain_label).is_some(),
-                    &live.borrow(),
-                );
-                decide_child(c.labels().value_of(&shard_label), to.as_deref())
-            });
-            let rv = child
-                .as_ref()
-                .and_then(|c| c.resource_version())
-                .unwrap_or_default()
-                .to_owned();
-            let labels = target.map(|to| serde_json::json!({shard_label.clone(): to}));
-            let (client, resource) = (client.clone(), resource.clone());
-            async move {
-                match labels {
-                    Some(labels) => write_labels(&client, &resource, &key, &rv, labels).await,
-                    None => Ok(()),
-                }
-            }
-        };
-        if let Err(e) = run_workers(queue, workers, stop, sync).await {
-            tracing::error!(error = %e, "sharder workers failed");
-        }
-        let _ = requeue.await;
-    }))
+    let live = ctx.live.clone();
+    let labels_for = move |_: &str, child: Option<&Meta<C>>| {
+        let child = child?;
+        let owner_key = owner_key(child)?;
+        let owner = owner_store.get_by_key(&owner_key)?;
+        let labels = owner.labels();
+        let to = owner_target(
+            &owner_key,
+            labels.value_of(&shard_label),
+            labels.value_of(&drain_label).is_some(),
+            &live.borrow(),
+        );
+        let target = decide_child(child.labels().value_of(&shard_label), to.as_deref())?;
+        Some(serde_json::json!({shard_label.clone(): target}))
+    };
+    let kind_loop = KindLoop::new(ctx, C::api_resource());
+    Ok(Box::pin(kind_loop.run(child_store, queue, labels_for)))
 }
 
 #[cfg(test)]
