@@ -49,6 +49,17 @@ fn edit_cm(server: &TestServer, name: &str, edit: impl FnOnce(&mut ConfigMap)) {
 
 type Keys = mpsc::UnboundedSender<String>;
 
+/// The key of the ConfigMap a Secret names in its `for` label (the
+/// mapping the `watches` tests use).
+fn configmap_it_is_for(secret: &Secret) -> Vec<String> {
+    secret
+        .labels()
+        .get("for")
+        .map(|cm| format!("default/{cm}"))
+        .into_iter()
+        .collect()
+}
+
 /// A reconciler sending each key it reconciles.
 fn record(
     tx: Keys,
@@ -296,13 +307,7 @@ async fn watches_map_other_types_and_a_shared_factory_outlives_the_controller() 
     let controller = Controller::new(client)
         .with_factory(Arc::clone(&factory))
         .for_resource::<ConfigMap>()
-        .watches::<Secret>(|s| {
-            s.labels()
-                .get("for")
-                .map(|cm| format!("default/{cm}"))
-                .into_iter()
-                .collect()
-        })
+        .watches::<Secret>(configmap_it_is_for)
         .threads(true)
         .workers(1);
     let run = tokio::spawn(controller.run(record(tx), shutdown.clone()));
@@ -524,13 +529,7 @@ async fn a_resource_known_at_run_time_is_reconciled_as_dynamic_objects() {
     let controller = Controller::new(client)
         .for_dynamic(ApiResource::of::<ConfigMap>())
         .label_selector("app=web")
-        .watches::<Secret>(|s| {
-            s.labels()
-                .get("for")
-                .map(|cm| format!("default/{cm}"))
-                .into_iter()
-                .collect()
-        })
+        .watches::<Secret>(configmap_it_is_for)
         .workers(1);
     let reconcile = move |cm: Arc<DynamicObject>, ctx: Context<DynamicObject>| {
         let value = cm.data["data"]["k"].as_str().map(str::to_owned);

@@ -178,6 +178,47 @@ fn versions(
         .collect()
 }
 
+/// The ring `cms` with one live member, `a` (a Lease that does not expire
+/// within a test), and `OBJECTS` ConfigMaps labelled for a member that has
+/// no Lease (gone); their names and UIDs.
+fn ring_of_a_with_gone_configmaps(server: &TestServer) -> Vec<(String, String)> {
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "cms-a", "labels": {"sharding.kcontrol.dev/ring": "cms"}},
+        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 3600}});
+    server
+        .objects()
+        .create("leases.coordination.k8s.io", "default", lease)
+        .unwrap();
+    (0..OBJECTS)
+        .map(|i| {
+            let name = format!("cm-{i}");
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "labels": {SHARD: "gone"}}});
+            let cm = server
+                .objects()
+                .create("configmaps", "default", cm)
+                .unwrap();
+            let uid = cm.value()["metadata"]["uid"].as_str().unwrap().to_owned();
+            (name, uid)
+        })
+        .collect()
+}
+
+/// Runs `sharder` until the returned token is cancelled.
+fn run_sharder(sharder: Sharder) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let stop = stop.clone();
+        async move { sharder.run(stop).await.unwrap() }
+    });
+    (stop, run)
+}
+
+/// Whether `n` objects are listed in `versions`, every one labelled for `a`.
+fn all_on_a(versions: &BTreeMap<String, (u64, Option<String>)>, n: usize) -> bool {
+    versions.len() == n && versions.values().all(|(_, s)| s.as_deref() == Some("a"))
+}
+
 /// SH6: ConfigMaps labelled for a member that has no Lease (gone) each
 /// control two Secrets with the same label; the one live member, `a`,
 /// gets them all, and every Secret is relabelled before its ConfigMap, so
@@ -186,26 +227,12 @@ fn versions(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sh6_children_reach_the_new_member_before_their_owner() {
     let (server, client) = server().await;
-    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "cms-a", "labels": {"sharding.kcontrol.dev/ring": "cms"}},
-        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 3600}});
-    server
-        .objects()
-        .create("leases.coordination.k8s.io", "default", lease)
-        .unwrap();
-    for i in 0..OBJECTS {
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": format!("cm-{i}"), "labels": {SHARD: "gone"}}});
-        let cm = server
-            .objects()
-            .create("configmaps", "default", cm)
-            .unwrap();
-        let uid = cm.value()["metadata"]["uid"].as_str().unwrap().to_owned();
+    for (name, uid) in ring_of_a_with_gone_configmaps(&server) {
         for j in 0..2 {
-            let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": format!("cm-{i}"),
+            let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": name,
                 "uid": uid, "controller": true}]);
             let secret = json!({"apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": format!("cm-{i}-{j}"), "labels": {SHARD: "gone"},
+                "metadata": {"name": format!("{name}-{j}"), "labels": {SHARD: "gone"},
                     "ownerReferences": owner}});
             server
                 .objects()
@@ -218,17 +245,11 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
         Duration::from_secs(10),
         Duration::from_millis(200),
     );
-    let sharder = Sharder::new(client, config)
-        .shard::<ConfigMap>()
-        .owns::<ConfigMap, Secret>();
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let stop = stop.clone();
-        async move { sharder.run(stop).await.unwrap() }
-    });
-    let all_on_a = |m: &BTreeMap<String, (u64, Option<String>)>, n: usize| {
-        m.len() == n && m.values().all(|(_, s)| s.as_deref() == Some("a"))
-    };
+    let (stop, run) = run_sharder(
+        Sharder::new(client, config)
+            .shard::<ConfigMap>()
+            .owns::<ConfigMap, Secret>(),
+    );
     eventually("every ConfigMap and Secret labelled for a", async || {
         all_on_a(&versions(&server, "configmaps", "cm-"), OBJECTS)
             && all_on_a(&versions(&server, "secrets", "cm-"), 2 * OBJECTS)
@@ -254,37 +275,19 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kind_that_cannot_be_listed_does_not_stop_the_sharder() {
     let (server, client) = server().await;
-    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "cms-a", "labels": {"sharding.kcontrol.dev/ring": "cms"}},
-        "spec": {"holderIdentity": "a", "leaseDurationSeconds": 3600}});
-    server
-        .objects()
-        .create("leases.coordination.k8s.io", "default", lease)
-        .unwrap();
-    for i in 0..OBJECTS {
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": format!("cm-{i}"), "labels": {SHARD: "gone"}}});
-        server
-            .objects()
-            .create("configmaps", "default", cm)
-            .unwrap();
-    }
+    ring_of_a_with_gone_configmaps(&server);
     let config = ShardingConfig::new("default", "cms").lease_timings(
         Duration::from_secs(2),
         Duration::from_secs(1),
         Duration::from_millis(200),
     );
-    let sharder = Sharder::new(client, config)
-        .shard::<ConfigMap>()
-        .owns::<ConfigMap, Widget>();
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let stop = stop.clone();
-        async move { sharder.run(stop).await.unwrap() }
-    });
+    let (stop, run) = run_sharder(
+        Sharder::new(client, config)
+            .shard::<ConfigMap>()
+            .owns::<ConfigMap, Widget>(),
+    );
     eventually("every ConfigMap labelled for a", async || {
-        let cms = versions(&server, "configmaps", "cm-");
-        cms.len() == OBJECTS && cms.values().all(|(_, s)| s.as_deref() == Some("a"))
+        all_on_a(&versions(&server, "configmaps", "cm-"), OBJECTS)
     })
     .await;
     stop.cancel();
