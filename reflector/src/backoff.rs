@@ -16,9 +16,10 @@
 //!   and only an answer then relists — a server that falls over again
 //!   within a second of its return costs no LIST;
 //! - the relist that a 410 after an outage calls for waits a random part
-//!   of the backoff, `[0, backoff × jitter)`, instead of the backoff plus that random
-//!   part: the same spread as client-go's, so returning clients come back
-//!   no denser than client-go's, without the grown backoff in front;
+//!   of the backoff, `[0, backoff × jitter)`, instead of the backoff plus
+//!   that random part: the same spread as client-go's, so returning clients
+//!   come back no denser than client-go's, without the grown backoff in
+//!   front;
 //!   once per outage, and once per backoff period: a server that flaps
 //!   (up, down again before the backoff starts over) gets client-go's full
 //!   steps from its second return on.

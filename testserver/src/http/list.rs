@@ -388,10 +388,7 @@ fn list_body(
             (full(b), ct)
         }
         Output::PartialMetadata { protobuf: true, .. } => {
-            static EMPTY: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
-            let metadata = items
-                .iter()
-                .map(|o| o.value().get("metadata").unwrap_or(&EMPTY));
+            let metadata = items.iter().map(|o| render::metadata_of(o.value()));
             let b = crate::proto::encode_metadata_list(&list_meta, metadata)
                 .map_err(|e| super::negotiate::proto_response_error(&e))?;
             (full(Bytes::from(b)), crate::proto::MEDIA_TYPE)

@@ -64,6 +64,12 @@ pub(crate) fn meta_api_version(v1beta1: bool) -> &'static str {
     }
 }
 
+/// An object's `metadata` (an empty object when it has none).
+pub(crate) fn metadata_of(obj: &Value) -> &Value {
+    static EMPTY: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
+    obj.get("metadata").unwrap_or(&EMPTY)
+}
+
 /// The JSON of an object's PartialObjectMetadata, serialized from the
 /// object's own metadata (no copy of it: a metadata list of many objects
 /// costs their serialization only).
@@ -75,11 +81,10 @@ pub(crate) fn partial_metadata_json(obj: &Value, v1beta1: bool) -> Bytes {
         kind: &'static str,
         metadata: &'a Value,
     }
-    static EMPTY: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| json!({}));
     let partial = Partial {
         api_version: meta_api_version(v1beta1),
         kind: "PartialObjectMetadata",
-        metadata: obj.get("metadata").unwrap_or(&EMPTY),
+        metadata: metadata_of(obj),
     };
     Bytes::from(serde_json::to_vec(&partial).unwrap_or_default())
 }
