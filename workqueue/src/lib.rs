@@ -63,6 +63,7 @@ mod hints;
 mod housekeeper;
 pub mod metrics;
 mod parallelize;
+mod positions;
 mod queue;
 pub mod rate_limiter;
 mod rate_limiting_queue;

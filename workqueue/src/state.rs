@@ -9,15 +9,13 @@
 //! items:
 //! - `queue` holds each waiting item once, in FIFO order, and nothing
 //!   else: a `pop` recomputes the item's hash.
-//! - `waiting` is a hash table of 8-byte entries, not of items: 32 bits of
-//!   the item's hash and its queue position modulo 2^32. A lookup compares
-//!   against the item stored in `queue`, so an entry that points at
-//!   another item (a stale one, or a position that wrapped) never makes two
-//!   items one. `pop` leaves the table alone: an entry whose position is
-//!   not in the queue any more is stale; the next add of the same hash
-//!   reuses it, and stale entries are swept out instead of growing the
-//!   table once they are half of it, so the table stays within four times
-//!   the largest number of waiting items.
+//! - `waiting` ([`Positions`]) finds a waiting item's place in `queue`:
+//!   8-byte entries of hash bits and queue position, one cache line per
+//!   lookup and insert. A lookup compares against the item stored in
+//!   `queue`, so an entry that points at another item (a stale one, or a
+//!   position that wrapped) never makes two items one. `pop` leaves the
+//!   table alone: an entry whose position has left the queue is stale, and
+//!   the table reuses or sweeps it.
 //! - `hot` holds the hints of hot waiting items (few; empty unless adds
 //!   repeat), so that a waiting item needs no room for one.
 //! - `processing` holds a clone of each item handed out by `pop` (usually
@@ -35,46 +33,10 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 use crate::hints::{Hint, Hints};
+use crate::positions::Positions;
 
 /// Above this many slots an emptied queue gives its memory back.
 const SHRINK_ABOVE: usize = 64 * 1024;
-
-/// An entry of the waiting table: the top 32 bits of an item's hash and
-/// its absolute queue position modulo 2^32.
-#[derive(Clone, Copy)]
-struct Entry(u64);
-
-impl Entry {
-    fn new(hash: u64, pos: u64) -> Self {
-        Self((hash & !0xffff_ffff) | (pos & 0xffff_ffff))
-    }
-
-    /// The hash bits the entry keeps.
-    fn tag(self) -> u64 {
-        self.0 >> 32
-    }
-
-    /// The index in the queue the entry points at, if any: the distance
-    /// from `head`, modulo 2^32 as the positions are kept.
-    fn index(self, head: u64, len: usize) -> Option<usize> {
-        let index = (self.0 as u32).wrapping_sub(head as u32) as usize;
-        (index < len).then_some(index)
-    }
-
-    /// The hash the table files the entry under, made from its kept bits
-    /// alone (the table rehashes from entries): the kept bits in both
-    /// halves, so that the table's bucket (low bits) and control byte (top
-    /// bits) both vary.
-    fn table_hash(self) -> u64 {
-        table_hash(self.0)
-    }
-}
-
-/// The table hash of an item whose hash is `hash` (see [`Entry::table_hash`]).
-fn table_hash(hash: u64) -> u64 {
-    let tag = hash >> 32;
-    tag | (tag << 32)
-}
 
 /// An item being processed.
 struct Processing<T> {
@@ -115,7 +77,7 @@ pub(crate) struct State<T> {
     queue: VecDeque<T>,
     /// Absolute position of `queue[0]`.
     head: u64,
-    waiting: HashTable<Entry>,
+    waiting: Positions,
     /// Hints of hot waiting items.
     hot: HashTable<Arc<Hint<T>>>,
     processing: HashTable<Processing<T>>,
@@ -128,7 +90,7 @@ impl<T> Default for State<T> {
         Self {
             queue: VecDeque::new(),
             head: 0,
-            waiting: HashTable::new(),
+            waiting: Positions::default(),
             hot: HashTable::new(),
             processing: HashTable::new(),
             shutting_down: false,
@@ -213,13 +175,9 @@ impl<T: Eq + Clone> State<T> {
         T: Borrow<Q>,
         Q: ?Sized + Eq,
     {
-        let (queue, head, tag) = (&self.queue, self.head, hash >> 32);
-        let found = self.waiting.find(table_hash(hash), |e| {
-            e.tag() == tag
-                && e.index(head, queue.len())
-                    .is_some_and(|i| queue[i].borrow() == item)
-        });
-        found.and_then(|e| e.index(head, queue.len()))
+        let queue = &self.queue;
+        let is_item = |i: usize| queue[i].borrow() == item;
+        self.waiting.find(hash, self.head, queue.len(), is_item)
     }
 
     /// A redundant add found the waiting item at `index`: it is hot. Gives
@@ -238,27 +196,11 @@ impl<T: Eq + Clone> State<T> {
 
     /// Queues an item known to be neither waiting nor processing.
     fn push(&mut self, item: T, hash: u64, hint: Option<Arc<Hint<T>>>) {
-        let pos = self.head + self.queue.len() as u64;
         self.queue.push_back(item);
         if let Some(hint) = hint {
             self.hot.insert_unique(hash, hint, |h| h.hash());
         }
-        let (head, len, tag) = (self.head, self.queue.len() - 1, hash >> 32);
-        // Reuse a stale entry of the same hash (the item's own, usually).
-        if let Some(stale) = self.waiting.find_mut(table_hash(hash), |e| {
-            e.tag() == tag && e.index(head, len).is_none()
-        }) {
-            *stale = Entry::new(hash, pos);
-            return;
-        }
-        let entries = self.waiting.len();
-        if entries == self.waiting.capacity() && entries >= 2 * len {
-            // At least half the entries are stale: sweep them rather than
-            // grow. (A waiting item has one entry; the others are stale.)
-            self.waiting.retain(|e| e.index(head, len).is_some());
-        }
-        self.waiting
-            .insert_unique(table_hash(hash), Entry::new(hash, pos), |e| e.table_hash());
+        self.waiting.insert(hash, self.head, self.queue.len() - 1);
     }
 
     /// Takes the first waiting item and marks it as being processed;
@@ -321,7 +263,7 @@ impl<T: Eq + Clone> State<T> {
         }
         if self.waiting.capacity() > SHRINK_ABOVE {
             // Every entry is stale once the queue is empty.
-            self.waiting = HashTable::new();
+            self.waiting.clear();
         }
     }
 
@@ -371,7 +313,7 @@ impl<T> State<T> {
     /// Entries of the waiting table, stale ones included (tests).
     #[cfg(test)]
     fn waiting_entries(&self) -> usize {
-        self.waiting.len()
+        self.waiting.entries()
     }
 }
 
@@ -510,16 +452,9 @@ mod tests {
         assert_eq!(st.len(), 0);
     }
 
-    /// Entries keep 32 bits of the hash and of the position: growth
-    /// files each entry under the hash its item was looked up with, and
-    /// positions that cross 2^32 still find their items.
+    /// Positions that cross 2^32 still find their items.
     #[test]
-    fn entries_keep_their_bucket_through_growth_and_positions_wrap() {
-        for hash in [0, 1, u64::MAX, 0xdead_beef_0000_0001, h("k")] {
-            let entry = Entry::new(hash, 7);
-            assert_eq!(entry.table_hash(), table_hash(hash), "{hash:x}");
-            assert_eq!(entry.tag(), hash >> 32);
-        }
+    fn positions_wrap() {
         let mut st = Fixture::default();
         st.st.head = u64::from(u32::MAX) - 500;
         for i in 0..1000 {
