@@ -2,12 +2,14 @@
 //! `tools/leaderelection` semantics: of all the candidates that run a
 //! [`LeaderElector`] on the same Lease, at most one leads at a time.
 //!
-//! - A candidate tries to acquire every retry period (with up to 20 %
-//!   jitter). It may take the Lease when the Lease has no holder, or when
+//! - A candidate tries to acquire every retry period plus up to 1.2 times
+//!   it (client-go's jitter), and when the holder's record will have
+//!   expired. It may take the Lease when the Lease has no holder, or when
 //!   the holder's record has not changed for the record's lease duration
 //!   *as observed locally* (LE2: the holder's `renewTime` is never compared
 //!   with this machine's clock; only the moment this candidate saw the
-//!   record change is).
+//!   record change is). With [`LeaderElectionConfig::watch`] a standby also
+//!   watches the Lease, so that it sees each renewal when it happens.
 //! - Every write carries the Lease's `resourceVersion` (LE3): of two
 //!   candidates writing the same version, one gets 409 Conflict and loses.
 //! - The leader renews every retry period, first with the Lease it wrote
@@ -37,6 +39,10 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use follow::Follow;
+
+mod follow;
 
 /// The client-go defaults.
 pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -111,6 +117,13 @@ pub struct LeaderElectionConfig {
     /// Release the Lease when [`LeaderElector::run`]'s shutdown token is
     /// cancelled (default true).
     pub release_on_cancel: bool,
+    /// A standby watches the Lease besides polling it (default false, as
+    /// client-go): it sees each renewal when it is written rather than at
+    /// its next poll (up to 2.2 retry periods later), so it takes over a
+    /// dead leader's Lease up to that much sooner, still a full lease
+    /// duration after it saw the last renewal. Costs one watch per standby,
+    /// opened at most once a lease duration.
+    pub watch: bool,
 }
 
 impl LeaderElectionConfig {
@@ -125,6 +138,7 @@ impl LeaderElectionConfig {
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
             release_on_cancel: true,
+            watch: false,
         }
     }
 
@@ -400,9 +414,12 @@ impl LeaderElector {
         jittered(self.config.retry_period)
     }
 
-    /// Tries every (jittered) retry period until this candidate holds the
-    /// Lease (true) or `shutdown` (false).
+    /// Tries every (jittered) retry period, and when the holder's record
+    /// will have expired, until this candidate holds the Lease (true) or
+    /// `shutdown` (false). With [`LeaderElectionConfig::watch`], watches
+    /// the Lease between tries.
     async fn acquire(&self, shutdown: &CancellationToken) -> bool {
+        let mut follow = Follow::new(self.config.lease_duration);
         loop {
             if shutdown.is_cancelled() {
                 return false;
@@ -414,34 +431,39 @@ impl LeaderElector {
                     tracing::debug!(lease = %self.lease_name(), error = %e, "could not acquire the lease");
                 }
             }
-            tokio::select! {
-                () = shutdown.cancelled() => return false,
-                () = tokio::time::sleep(self.next_try()) => {}
+            if self.config.watch {
+                follow.open(&self.api, &self.config.name).await;
+            }
+            let retry_at = Instant::now() + self.jittered_retry();
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return false,
+                    () = tokio::time::sleep_until(self.next_try(retry_at)) => break,
+                    Some(lease) = follow.next() => self.observe_followed(&lease),
+                }
             }
         }
     }
 
-    /// Until the next try to acquire: a jittered retry period, or less when
-    /// the observed holder's lease expires (by local observation) sooner.
-    fn next_try(&self) -> Duration {
-        let retry = self.jittered_retry();
+    /// When to try next: at `retry_at`, or sooner when the observed
+    /// holder's record expires (by local observation) before.
+    fn next_try(&self, retry_at: Instant) -> Instant {
         let observed = self.observed.lock();
         let Some(spec) = observed.spec.as_ref() else {
-            return retry;
+            return retry_at;
         };
         if spec.holder_identity.as_deref().is_none_or(str::is_empty) {
-            return retry;
+            return retry_at;
         }
         let duration = Duration::from_secs(
             u64::try_from(spec.lease_duration_seconds.unwrap_or(0)).unwrap_or(0),
         );
         let expiry = observed.at + duration;
-        let now = Instant::now();
-        if expiry > now {
+        if expiry > Instant::now() {
             // a little after the expiry, so the next try finds it expired
-            retry.min(expiry - now + Duration::from_millis(10))
+            retry_at.min(expiry + Duration::from_millis(10))
         } else {
-            retry
+            retry_at
         }
     }
 
@@ -576,6 +598,19 @@ impl LeaderElector {
             if let Some(f) = &self.on_new_leader {
                 f(&holder);
             }
+        }
+    }
+
+    /// Records a Lease its watch showed: only the record and when it
+    /// changed (LE2), never the copy renewals write nor a new leader (the
+    /// tries report those), so that a watch event older than a read cannot
+    /// undo it; at worst it moves the expiry later.
+    fn observe_followed(&self, lease: &Lease) {
+        let spec = lease.spec.clone().unwrap_or_default();
+        let mut observed = self.observed.lock();
+        if observed.spec.as_ref() != Some(&spec) {
+            observed.spec = Some(spec);
+            observed.at = Instant::now();
         }
     }
 

@@ -108,9 +108,15 @@ impl ShardingConfig {
         format!("{}={}", self.shard_label(), self.member)
     }
 
-    /// The sharder's leader-election Lease, `<ring>-sharder`.
+    /// The sharder's leader-election Lease, `<ring>-sharder`. Its standbys
+    /// watch it ([`LeaderElectionConfig::watch`]): a new sharder starts a
+    /// lease duration after the dead one's last renewal, not after the
+    /// poll that saw it.
     pub fn sharder_lease(&self) -> LeaderElectionConfig {
-        self.lease(format!("{}-sharder", self.ring))
+        LeaderElectionConfig {
+            watch: true,
+            ..self.lease(format!("{}-sharder", self.ring))
+        }
     }
 
     /// This member's Lease (its own name; nobody else competes for it).
@@ -127,6 +133,7 @@ impl ShardingConfig {
             renew_deadline: self.renew_deadline,
             retry_period: self.retry_period,
             release_on_cancel: true,
+            watch: false,
         }
     }
 

@@ -365,3 +365,76 @@ fn unix_now() -> f64 {
         .unwrap()
         .as_secs_f64()
 }
+
+/// The standby's requests on the Lease, in order.
+fn standby_requests(server: &TestServer) -> Vec<Option<Verb>> {
+    let log = server.request_log().into_iter();
+    log.filter(|r| {
+        r.user_agent == "standby" && r.resource.as_deref() == Some("leases.coordination.k8s.io")
+    })
+    .map(|r| r.verb)
+    .collect()
+}
+
+/// With `watch`, a standby sees each renewal as it is written: while the
+/// leader renews it makes no request besides its first read and its
+/// watch, though the leader's record (6 s) would have expired twice over
+/// by the one renewal its read saw; once the leader is gone it takes the
+/// Lease. (Without the watch it reads again when that record expires.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watching_standby_follows_renewals_without_polling() {
+    let server = TestServer::start().await.unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let leaders = Arc::new(AtomicI32::new(0));
+    let overlap = Arc::new(AtomicBool::new(false));
+    let mut leader_config = config("leader", 6, 4000, 300);
+    leader_config.release_on_cancel = false;
+    let leader = candidate(&server, leader_config, &tx, &leaders, &overlap);
+    let leader_stop = CancellationToken::new();
+    let run_leader = spawn_run(&leader, &leader_stop);
+    wait_for(&mut rx, &Event::Started("leader".into())).await;
+
+    // polls every 40-88 s: only the record's expiry or the watch wakes it
+    let mut standby_config = config("standby", 60, 50_000, 40_000);
+    standby_config.watch = true;
+    let started = tx.clone();
+    let standby = LeaderElector::new(client_as(&server, "standby"), standby_config)
+        .unwrap()
+        .on_started_leading(move |_token| {
+            let _ = started.send((Instant::now(), Event::Started("standby".into())));
+        });
+    let standby = Arc::new(standby);
+    let standby_stop = CancellationToken::new();
+    let run_standby = spawn_run(&standby, &standby_stop);
+    let renewals_after_watch = |server: &TestServer| {
+        let log = server.request_log();
+        let watch = log
+            .iter()
+            .position(|r| r.user_agent == "standby" && r.verb == Some(Verb::Watch))?;
+        let renewals = log[watch..].iter().filter(|r| {
+            r.user_agent == "kcontrol-test" && r.verb == Some(Verb::Update) && r.status == 200
+        });
+        Some(renewals.count())
+    };
+    // 30 renewals of 300 ms: more than 6 s of them
+    eventually_within(
+        "30 renewals after the standby's watch",
+        SAFETY,
+        async || renewals_after_watch(&server).filter(|n| *n >= 30),
+    )
+    .await;
+    assert_eq!(
+        standby_requests(&server),
+        [Some(Verb::Get), Some(Verb::Watch)],
+        "the standby read the Lease again while it was renewed"
+    );
+
+    leader_stop.cancel();
+    run_leader.await.unwrap().unwrap();
+    wait_for(&mut rx, &Event::Started("standby".into())).await;
+    assert!(standby.is_leader());
+    assert!(!overlap.load(Ordering::SeqCst));
+    standby_stop.cancel();
+    run_standby.await.unwrap().unwrap();
+    server.shutdown().await;
+}
