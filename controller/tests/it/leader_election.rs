@@ -50,6 +50,24 @@ enum Event {
     NewLeader { observer: String, leader: String },
 }
 
+/// What every test here starts with: a server, the channel candidates'
+/// callbacks report to, how many lead at once, and whether two ever did.
+async fn election() -> (
+    TestServer,
+    mpsc::UnboundedSender<(Instant, Event)>,
+    mpsc::UnboundedReceiver<(Instant, Event)>,
+    Arc<AtomicI32>,
+    Arc<AtomicBool>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let server = TestServer::start().await.unwrap();
+    let (leaders, overlap) = (
+        Arc::new(AtomicI32::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    (server, tx, rx, leaders, overlap)
+}
+
 /// A candidate whose callbacks report to `events`; `leaders` counts the
 /// candidates leading at once, and `overlap` is set if ever two did.
 fn candidate(
@@ -123,10 +141,7 @@ async fn lease(server: &TestServer) -> Lease {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_leader_at_a_time_and_a_release_hands_over_before_the_lease_expires() {
-    let server = TestServer::start().await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let leaders = Arc::new(AtomicI32::new(0));
-    let overlap = Arc::new(AtomicBool::new(false));
+    let (server, tx, mut rx, leaders, overlap) = election().await;
     // a lease longer than every wait below: only a release hands it over
     // in time, never its expiry
     let lease_secs = 2 * SAFETY.as_secs();
@@ -212,10 +227,7 @@ async fn one_leader_at_a_time_and_a_release_hands_over_before_the_lease_expires(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_leader_that_cannot_renew_stops_leading_before_its_lease_can_expire() {
-    let server = TestServer::start().await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let leaders = Arc::new(AtomicI32::new(0));
-    let overlap = Arc::new(AtomicBool::new(false));
+    let (server, tx, mut rx, leaders, overlap) = election().await;
     let a = candidate(&server, config("a", 3, 2000, 500), &tx, &leaders, &overlap);
     let b = candidate(&server, config("b", 3, 2000, 500), &tx, &leaders, &overlap);
     let stop = CancellationToken::new();
@@ -273,10 +285,7 @@ async fn a_leader_that_cannot_renew_stops_leading_before_its_lease_can_expire() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_that_meets_a_conflict_is_retried_at_once() {
-    let server = TestServer::start().await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let leaders = Arc::new(AtomicI32::new(0));
-    let overlap = Arc::new(AtomicBool::new(false));
+    let (server, tx, mut rx, leaders, overlap) = election().await;
     let a = candidate(&server, config("a", 3, 2000, 500), &tx, &leaders, &overlap);
     let stop = CancellationToken::new();
     let run_a = spawn_run(&a, &stop);
@@ -383,10 +392,7 @@ fn standby_requests(server: &TestServer) -> Vec<Option<Verb>> {
 /// Lease. (Without the watch it reads again when that record expires.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watching_standby_follows_renewals_without_polling() {
-    let server = TestServer::start().await.unwrap();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let leaders = Arc::new(AtomicI32::new(0));
-    let overlap = Arc::new(AtomicBool::new(false));
+    let (server, tx, mut rx, leaders, overlap) = election().await;
     let mut leader_config = config("leader", 6, 4000, 300);
     leader_config.release_on_cancel = false;
     let leader = candidate(&server, leader_config, &tx, &leaders, &overlap);
