@@ -154,7 +154,7 @@ struct State {
 /// Hands each informer a factory builds its metrics: the reflector's and
 /// the informer's, by the informer's name (the factory's key, e.g.
 /// `deployments.apps/v1 in default`: one label value per informer).
-/// With the `prometheus` feature, [`InformerFactoryBuilder::registry`]
+/// With the `prometheus` feature, `InformerFactoryBuilder::registry`
 /// sets one that exports to a `prometheus-client` registry.
 pub trait FactoryMetrics: Send + Sync {
     /// The metrics of the reflector of informer `name`.

@@ -276,7 +276,7 @@ impl Faults {
 
     /// At most `limit` API requests in flight (`None`: no limit); beyond
     /// it, 429 with `Retry-After: 1`, as kube-apiserver's priority and
-    /// fairness rejects what it cannot seat ([`crate::flow_control`]: a watch
+    /// fairness rejects what it cannot seat (the `flow_control` module: a watch
     /// holds its seat only until its initial events are sent).
     pub fn limit_in_flight(&self, limit: Option<usize>) {
         self.inner.flow_control.set_limit(limit);

@@ -1,4 +1,4 @@
-//! Prometheus families of a [`Client`](crate::Client)'s requests, with
+//! Prometheus families of a [`Client`]'s requests, with
 //! client-go's names: `rest_client_requests_total{code,method,host}`,
 //! `rest_client_request_duration_seconds{verb,host}` and
 //! `rest_client_rate_limiter_duration_seconds{verb,host}`. Labels are
