@@ -419,7 +419,7 @@ impl LeaderElector {
     /// `shutdown` (false). With [`LeaderElectionConfig::watch`], watches
     /// the Lease between tries.
     async fn acquire(&self, shutdown: &CancellationToken) -> bool {
-        let mut follow = Follow::new(self.config.lease_duration);
+        let mut follow = Follow::new(self.config.lease_duration, self.config.retry_period);
         loop {
             if shutdown.is_cancelled() {
                 return false;
@@ -432,7 +432,10 @@ impl LeaderElector {
                 }
             }
             if self.config.watch {
-                follow.open(&self.api, &self.config.name).await;
+                tokio::select! {
+                    () = shutdown.cancelled() => return false,
+                    () = follow.open(&self.api, &self.config.name) => {}
+                }
             }
             let retry_at = Instant::now() + self.jittered_retry();
             loop {

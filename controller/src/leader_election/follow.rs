@@ -24,15 +24,19 @@ pub(super) struct Follow {
     opened: Option<Instant>,
     /// Between two openings.
     every: Duration,
+    /// How long an opening may take.
+    timeout: Duration,
 }
 
 impl Follow {
-    /// No watch yet; one opens at most every `every`.
-    pub(super) fn new(every: Duration) -> Self {
+    /// No watch yet; one opens at most every `every`, within `timeout`
+    /// (a server that does not answer delays no try longer than that).
+    pub(super) fn new(every: Duration, timeout: Duration) -> Self {
         Self {
             stream: None,
             opened: None,
             every,
+            timeout,
         }
     }
 
@@ -44,10 +48,13 @@ impl Follow {
         }
         self.opened = Some(Instant::now());
         let params = WatchParams::default().fields(&format!("metadata.name={name}"));
-        match api.watch(&params, "").await {
-            Ok(stream) => self.stream = Some(stream),
-            Err(e) => {
+        match tokio::time::timeout(self.timeout, api.watch(&params, "")).await {
+            Ok(Ok(stream)) => self.stream = Some(stream),
+            Ok(Err(e)) => {
                 tracing::debug!(lease = %name, error = %e, "could not watch the lease: polling alone");
+            }
+            Err(_) => {
+                tracing::debug!(lease = %name, "the lease watch did not open in time: polling alone");
             }
         }
     }
