@@ -204,14 +204,34 @@ fn ring_of_a_with_gone_configmaps(server: &TestServer) -> Vec<(String, String)> 
         .collect()
 }
 
-/// Runs `sharder` until the returned token is cancelled.
-fn run_sharder(sharder: Sharder) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+/// The ring `cms` in `default` with a Lease of `lease` and a renew
+/// deadline of `renew` (retry 200 ms).
+fn cms_config(lease: Duration, renew: Duration) -> ShardingConfig {
+    ShardingConfig::new("default", "cms").lease_timings(lease, renew, Duration::from_millis(200))
+}
+
+/// A sharder running in a task.
+struct Running {
+    stop: CancellationToken,
+    run: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops the sharder and waits for it.
+    async fn stop(self) {
+        self.stop.cancel();
+        self.run.await.unwrap();
+    }
+}
+
+/// Runs `sharder` until [`Running::stop`].
+fn run_sharder(sharder: Sharder) -> Running {
     let stop = CancellationToken::new();
     let run = tokio::spawn({
         let stop = stop.clone();
         async move { sharder.run(stop).await.unwrap() }
     });
-    (stop, run)
+    Running { stop, run }
 }
 
 /// Whether `n` objects are listed in `versions`, every one labelled for `a`.
@@ -240,12 +260,8 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
                 .unwrap();
         }
     }
-    let config = ShardingConfig::new("default", "cms").lease_timings(
-        Duration::from_secs(15),
-        Duration::from_secs(10),
-        Duration::from_millis(200),
-    );
-    let (stop, run) = run_sharder(
+    let config = cms_config(Duration::from_secs(15), Duration::from_secs(10));
+    let sharder = run_sharder(
         Sharder::new(client, config)
             .shard::<ConfigMap>()
             .owns::<ConfigMap, Secret>(),
@@ -255,8 +271,7 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
             && all_on_a(&versions(&server, "secrets", "cm-"), 2 * OBJECTS)
     })
     .await;
-    stop.cancel();
-    run.await.unwrap();
+    sharder.stop().await;
     let owners = versions(&server, "configmaps", "cm-");
     for (name, (rv, _)) in versions(&server, "secrets", "cm-") {
         let owner = name.rsplit_once('-').unwrap().0;
@@ -276,12 +291,8 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
 async fn a_kind_that_cannot_be_listed_does_not_stop_the_sharder() {
     let (server, client) = server().await;
     ring_of_a_with_gone_configmaps(&server);
-    let config = ShardingConfig::new("default", "cms").lease_timings(
-        Duration::from_secs(2),
-        Duration::from_secs(1),
-        Duration::from_millis(200),
-    );
-    let (stop, run) = run_sharder(
+    let config = cms_config(Duration::from_secs(2), Duration::from_secs(1));
+    let sharder = run_sharder(
         Sharder::new(client, config)
             .shard::<ConfigMap>()
             .owns::<ConfigMap, Widget>(),
@@ -290,7 +301,6 @@ async fn a_kind_that_cannot_be_listed_does_not_stop_the_sharder() {
         all_on_a(&versions(&server, "configmaps", "cm-"), OBJECTS)
     })
     .await;
-    stop.cancel();
-    run.await.unwrap();
+    sharder.stop().await;
     server.shutdown().await;
 }
