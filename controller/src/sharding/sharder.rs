@@ -33,10 +33,6 @@ use super::{ShardingConfig, ShardingError, RING_LABEL};
 use crate::handlers::EnqueueHandler;
 use crate::workers::run_workers;
 
-/// How often the sharder re-evaluates every object (a safety net: every
-/// change already triggers its object's evaluation).
-const RESYNC: Duration = Duration::from_secs(60);
-
 /// The index of owned objects by their controller owner's key.
 const OWNER_INDEX: &str = "kcontrol.dev/sharding-owner";
 
@@ -190,7 +186,9 @@ impl Sharder {
     /// together join; a sharder taking over from a dead one, its replica
     /// long up, starts at once), waits for its caches of every kind, then
     /// evaluates every object at each change of it and of the live
-    /// members.
+    /// members, and again after each failed write, with the queue's
+    /// backoff. It has no periodic resync: its caches follow the server by
+    /// watch, and a resync would queue every object at once.
     ///
     /// # Errors
     /// [`ShardingError::Sharder`] when the informers cannot start.
@@ -217,8 +215,7 @@ impl Sharder {
         let live = members.tracker.live.subscribe();
         tracing::info!(ring = %self.config.ring, members = ?live.borrow().clone(), "sharder running");
         let mut builder = InformerFactory::builder(self.client.clone())
-            .watch_config(WatchConfig::default().strip_managed_fields(true))
-            .default_resync(RESYNC);
+            .watch_config(WatchConfig::default().strip_managed_fields(true));
         if let Some(ns) = &self.namespace {
             builder = builder.namespace(ns.clone());
         }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcontrol_client::Client;
 use kcontrol_controller::{Action, Context, Manager, Sharder, ShardingConfig};
-use kcontrol_testserver::TestServer;
+use kcontrol_testserver::{Failure, FaultScope, TestServer, Verb};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -302,5 +302,39 @@ async fn a_kind_that_cannot_be_listed_does_not_stop_the_sharder() {
     })
     .await;
     sharder.stop().await;
+    server.shutdown().await;
+}
+
+/// SH4 without a periodic pass: the sharder's first writes fail (500 on
+/// every PATCH of a ConfigMap, twice as many as there are ConfigMaps) and
+/// each failed write is retried with the queue's backoff, so every
+/// ConfigMap of the gone member still reaches the live one within the
+/// test's deadline (the sharder re-evaluates on events, ring changes and
+/// retries only; it has no resync).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sh4_a_failed_assignment_is_retried_without_a_resync() {
+    let (server, client) = server().await;
+    ring_of_a_with_gone_configmaps(&server);
+    let scope = FaultScope {
+        verb: Some(Verb::Patch),
+        resource: Some("configmaps".into()),
+    };
+    let failures = 2 * OBJECTS as u64;
+    server
+        .faults()
+        .fail_next_matching(failures, Failure::InternalError, scope);
+    let config = cms_config(Duration::from_secs(15), Duration::from_secs(10));
+    let sharder = run_sharder(Sharder::new(client, config).shard::<ConfigMap>());
+    eventually("every ConfigMap labelled for a", async || {
+        all_on_a(&versions(&server, "configmaps", "cm-"), OBJECTS)
+    })
+    .await;
+    sharder.stop().await;
+    let failed = server
+        .request_log()
+        .iter()
+        .filter(|r| r.verb == Some(Verb::Patch) && r.status == 500)
+        .count();
+    assert_eq!(failed as u64, failures, "every injected failure was met");
     server.shutdown().await;
 }
