@@ -117,23 +117,34 @@ pub(crate) fn options(
     }
 }
 
-/// Starts the metrics endpoint (`/metrics`, `/healthz`, `/readyz`) when
-/// `--metrics-addr` is given. It stops once `stop` is cancelled.
-pub(crate) async fn metrics(
-    args: &Args,
-    stop: &CancellationToken,
-) -> Result<Option<(SharedRegistry, Health)>, CliError> {
-    let Some(addr) = args.metrics_addr else {
-        return Ok(None);
-    };
+/// The metrics endpoint's registry and health (`/metrics`, `/healthz`,
+/// `/readyz`) when `--metrics-addr` is given; [`serve`] starts serving
+/// them once the controller has added its readiness checks.
+pub(crate) fn endpoint(args: &Args) -> Option<(SharedRegistry, Health)> {
+    args.metrics_addr?;
     let registry = SharedRegistry::new();
     let health = Health::with_registry(registry.clone());
+    Some((registry, health))
+}
+
+/// Serves `endpoint` at `--metrics-addr` until `stop` is cancelled. Called
+/// after `Controller::new`, which adds the informers and handlers as
+/// readiness checks: served sooner, `/readyz` would answer 200 with no
+/// check at all while they are being added.
+pub(crate) async fn serve(
+    args: &Args,
+    endpoint: Option<&(SharedRegistry, Health)>,
+    stop: &CancellationToken,
+) -> Result<(), CliError> {
+    let (Some(addr), Some((_, health))) = (args.metrics_addr, endpoint) else {
+        return Ok(());
+    };
     let bound = health
         .serve(addr, stop.clone())
         .await
         .map_err(|e| CliError::Run(format!("serving metrics on {addr}: {e}")))?;
     tracing::info!(%bound, "serving metrics at /metrics, health at /healthz and /readyz");
-    Ok(Some((registry, health)))
+    Ok(())
 }
 
 /// The controller against the cluster the flags select, until SIGINT or SIGTERM.
@@ -154,12 +165,13 @@ pub async fn run_cluster(args: &Args) -> Result<(), CliError> {
     // the endpoint outlives the controller's shutdown, answering 503 at /readyz
     let server_stop = CancellationToken::new();
     let _stop_server = server_stop.clone().drop_guard();
-    let served = metrics(args, &server_stop).await?;
-    let mut options = options(args, args.namespace.clone(), served);
+    let endpoint = endpoint(args);
+    let mut options = options(args, args.namespace.clone(), endpoint.clone());
     options.leader_election = leader_election;
     options.sharding = args.sharding()?;
     options.reconcile_log.clone_from(&args.reconcile_log);
     let controller = Controller::new(client, options).map_err(|e| CliError::Run(e.to_string()))?;
+    serve(args, endpoint.as_ref(), &server_stop).await?;
     controller
         .run(shutdown)
         .await

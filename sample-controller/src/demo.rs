@@ -9,7 +9,7 @@ use kcontrol_client::Client;
 use kcontrol_testserver::{Counters, TestServer};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{metrics, options};
+use crate::app::{endpoint, options, serve};
 use crate::cli::{Args, CliError};
 use crate::controller::Controller;
 use crate::embedded::{self, Progress, DEMO_NAMESPACE};
@@ -25,14 +25,15 @@ pub async fn run_embedded(args: &Args) -> Result<(), CliError> {
     // the first SIGINT/SIGTERM shuts down gracefully, a second exits
     let shutdown = kcontrol_controller::signals::shutdown_on_signal()
         .map_err(|e| CliError::Run(format!("installing the signal handlers: {e}")))?;
-    let served = metrics(args, &shutdown).await?;
+    let endpoint = endpoint(args);
     let controller = Arc::new(
         Controller::new(
             client,
-            options(args, Some(DEMO_NAMESPACE.to_owned()), served),
+            options(args, Some(DEMO_NAMESPACE.to_owned()), endpoint.clone()),
         )
         .map_err(|e| run_error(&e))?,
     );
+    serve(args, endpoint.as_ref(), &shutdown).await?;
     let stop_controller = CancellationToken::new();
     let running = {
         let controller = Arc::clone(&controller);
