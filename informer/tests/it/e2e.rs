@@ -170,7 +170,15 @@ async fn in1_a_stuck_handler_delays_neither_the_others_nor_the_store() {
     let gate = Arc::new(Gate::default());
     let stuck = Recorder::gated(&gate);
     let fast = Recorder::new();
-    let stuck_reg = informer.add_event_handler(Arc::clone(&stuck)).unwrap();
+    // A handler that blocks asks for a thread of its own (IN1); on a task
+    // it would hold one of the runtime's two threads, and the informer's
+    // tasks queued behind it there could wait as long as the gate.
+    let stuck_reg = informer
+        .add_event_handler_with_options(
+            Arc::clone(&stuck),
+            HandlerOptions::new().name("stuck").blocking(true),
+        )
+        .unwrap();
     let fast_reg = informer.add_event_handler(Arc::clone(&fast)).unwrap();
     let run = Running::start(Arc::clone(&informer));
     // the server is slow to answer, and busy
