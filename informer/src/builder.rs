@@ -12,7 +12,7 @@ use kcontrol_reflector::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::informer::{Parts, SharedIndexInformer};
+use crate::informer::{Parts, SharedIndexInformer, StoreFilter};
 use crate::metrics::InformerMetrics;
 use crate::resync_clock::ResyncClock;
 use crate::source::{ReflectorSource, Source};
@@ -30,6 +30,7 @@ pub struct SharedIndexInformerBuilder<K: KubeObject> {
     indexers: Indexers<K>,
     metrics: Option<Arc<dyn InformerMetrics>>,
     clock: ResyncClock,
+    filter: Option<StoreFilter<K>>,
 }
 
 impl<K: KubeObject> fmt::Debug for SharedIndexInformerBuilder<K> {
@@ -39,6 +40,7 @@ impl<K: KubeObject> fmt::Debug for SharedIndexInformerBuilder<K> {
             .field("resync_period", &self.resync_period)
             .field("indexers", &self.indexers.keys().collect::<Vec<_>>())
             .field("metrics", &self.metrics.is_some())
+            .field("store_filter", &self.filter.is_some())
             .field("reflector", &self.reflector)
             .finish_non_exhaustive()
     }
@@ -72,6 +74,7 @@ impl<K: KubeObject> SharedIndexInformerBuilder<K> {
             indexers: Indexers::new(),
             metrics: None,
             clock: ResyncClock::real(),
+            filter: None,
         }
     }
 
@@ -118,6 +121,20 @@ impl<K: KubeObject> SharedIndexInformerBuilder<K> {
     #[must_use]
     pub fn transform(mut self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
         self.reflector.transform = Some(Arc::new(transform));
+        self
+    }
+
+    /// Keeps in the store only the objects `keep` accepts (after any
+    /// [`transform`](Self::transform)): a selector evaluated by the client,
+    /// for what a label or field selector cannot express. A rejected object
+    /// is never stored nor handed to a handler; a stored one that stops
+    /// matching leaves the store, and handlers get `on_delete` with it. The
+    /// reflector still lists and watches every object, so only the store's
+    /// memory is saved. `keep` must be a pure function of the object; it
+    /// runs on the informer's task.
+    #[must_use]
+    pub fn store_filter(mut self, keep: impl Fn(&K) -> bool + Send + Sync + 'static) -> Self {
+        self.filter = Some(Arc::new(keep));
         self
     }
 
@@ -188,6 +205,7 @@ impl<K: KubeObject> SharedIndexInformerBuilder<K> {
             indexers: self.indexers,
             metrics: self.metrics,
             clock: self.clock,
+            filter: self.filter,
         })
     }
 }

@@ -143,6 +143,7 @@ struct Entry {
     started: bool,
 }
 
+/// A per-type option (a transform or a store filter), typed by its `TypeId`.
 type Transform = Arc<dyn Any + Send + Sync>;
 
 struct State {
@@ -306,6 +307,7 @@ pub struct InformerFactoryBuilder {
     scope: InformerScope,
     watch_config: WatchConfig,
     transforms: HashMap<TypeId, Transform>,
+    filters: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
     metrics: Option<Arc<dyn FactoryMetrics>>,
 }
@@ -387,6 +389,19 @@ impl InformerFactoryBuilder {
         self
     }
 
+    /// A store filter for every informer of type `K`
+    /// ([`SharedIndexInformerBuilder::store_filter`]): its stores keep only
+    /// the objects `keep` accepts.
+    #[must_use]
+    pub fn store_filter<K: KubeObject>(
+        mut self,
+        keep: impl Fn(&K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let f: crate::StoreFilter<K> = Arc::new(keep);
+        self.filters.insert(TypeId::of::<K>(), Arc::new(f));
+        self
+    }
+
     /// Metrics for every reflector and informer the factory builds.
     #[must_use]
     pub fn metrics(mut self, metrics: Arc<dyn FactoryMetrics>) -> Self {
@@ -414,6 +429,7 @@ impl InformerFactoryBuilder {
             scope: self.scope,
             watch_config: self.watch_config,
             transforms: self.transforms,
+            filters: self.filters,
             resyncs: self.resyncs,
             metrics: self.metrics,
             stop: CancellationToken::new(),
@@ -455,6 +471,7 @@ pub struct InformerFactory {
     scope: InformerScope,
     watch_config: WatchConfig,
     transforms: HashMap<TypeId, Transform>,
+    filters: HashMap<TypeId, Transform>,
     resyncs: HashMap<TypeId, Duration>,
     metrics: Option<Arc<dyn FactoryMetrics>>,
     /// Cancelled by `shutdown`; every informer runs under a child of it.
@@ -494,6 +511,7 @@ impl InformerFactory {
             scope: InformerScope::default(),
             watch_config: WatchConfig::default(),
             transforms: HashMap::new(),
+            filters: HashMap::new(),
             resyncs: HashMap::new(),
             metrics: None,
         }
@@ -690,12 +708,20 @@ impl InformerFactory {
     }
 
     /// `builder` with the factory's watch configuration and `K`'s
-    /// transform, if any: a transform of `K`'s own replaces the
-    /// configuration's managedFields stripping.
+    /// transform and store filter, if any: a transform of `K`'s own
+    /// replaces the configuration's managedFields stripping.
     fn configured<K: KubeObject>(
         &self,
-        builder: SharedIndexInformerBuilder<K>,
+        mut builder: SharedIndexInformerBuilder<K>,
     ) -> SharedIndexInformerBuilder<K> {
+        let filter = self
+            .filters
+            .get(&TypeId::of::<K>())
+            .and_then(|f| f.downcast_ref::<crate::StoreFilter<K>>())
+            .cloned();
+        if let Some(keep) = filter {
+            builder = builder.store_filter(move |obj| keep(obj));
+        }
         let custom = self
             .transforms
             .get(&TypeId::of::<K>())

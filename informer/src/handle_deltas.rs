@@ -1,11 +1,13 @@
 //! The processing of one pop (client-go's `HandleDeltas` and
 //! `processDeltas`): apply each delta to the store, then hand the matching
-//! notification to the listeners.
+//! notification to the listeners. An informer with a store filter keeps
+//! only the objects it accepts: one that stops matching leaves the store
+//! as a deletion.
 
 use std::sync::Arc;
 
 use kcontrol_deltafifo::{Delta, Deltas, ProcessError};
-use kcontrol_indexer::{KubeObject, StoreError};
+use kcontrol_indexer::{KubeObject, ObjectOrTombstone, StoreError};
 
 use crate::informer::SharedIndexInformer;
 use crate::notification::Notification;
@@ -19,7 +21,9 @@ impl<K: KubeObject> SharedIndexInformer<K> {
     ///   relist that found the object unchanged) is a sync notification: it
     ///   goes only to the listeners whose resync is due;
     /// - deleted: the key is removed and `Delete` carries the final state or
-    ///   the tombstone, as the delta does.
+    ///   the tombstone, as the delta does;
+    /// - an object the store filter rejects is not stored: if the store held
+    ///   the key, it is removed and `Delete` carries the rejected object.
     pub(crate) fn handle_deltas(
         &self,
         deltas: &Deltas<K>,
@@ -32,6 +36,13 @@ impl<K: KubeObject> SharedIndexInformer<K> {
                 | Delta::Updated(obj)
                 | Delta::Replaced(obj)
                 | Delta::Sync(obj) => {
+                    if self.filter.as_ref().is_some_and(|keep| !keep(obj)) {
+                        if self.store.delete_by_key(deltas.key()).is_some() {
+                            let gone = ObjectOrTombstone::Object(Arc::clone(obj));
+                            self.processor.distribute(Notification::Delete(gone), false);
+                        }
+                        continue;
+                    }
                     let old = self
                         .store
                         .update(Arc::clone(obj))

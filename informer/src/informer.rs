@@ -70,7 +70,8 @@ pub(crate) struct Lifecycle {
 /// - IN3: deletions reach `on_delete` as a typed [`ObjectOrTombstone`](kcontrol_indexer::ObjectOrTombstone).
 /// - IN4: per-handler resync periods, handler removal, and per-handler
 ///   `has_synced` that covers the store and the handler's initial list.
-/// - IN5: an optional transform before objects are stored.
+/// - IN5: an optional transform before objects are stored, and an
+///   optional store filter.
 pub struct SharedIndexInformer<K: KubeObject> {
     pub(crate) id: u64,
     pub(crate) name: Arc<str>,
@@ -85,7 +86,13 @@ pub struct SharedIndexInformer<K: KubeObject> {
     pub(crate) sync: Arc<StoreSync<K>>,
     pub(crate) metrics: Option<Arc<dyn InformerMetrics>>,
     pub(crate) default_handler_resync: Duration,
+    /// Which objects the store keeps (all when `None`).
+    pub(crate) filter: Option<StoreFilter<K>>,
 }
+
+/// Which objects an informer's store keeps
+/// ([`SharedIndexInformerBuilder::store_filter`](crate::SharedIndexInformerBuilder::store_filter)).
+pub type StoreFilter<K> = Arc<dyn Fn(&K) -> bool + Send + Sync>;
 
 impl<K: KubeObject> fmt::Debug for SharedIndexInformer<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -109,6 +116,7 @@ pub(crate) struct Parts<K: KubeObject> {
     pub(crate) indexers: Indexers<K>,
     pub(crate) metrics: Option<Arc<dyn InformerMetrics>>,
     pub(crate) clock: crate::resync_clock::ResyncClock,
+    pub(crate) filter: Option<StoreFilter<K>>,
 }
 
 impl<K: KubeObject> SharedIndexInformer<K> {
@@ -135,6 +143,7 @@ impl<K: KubeObject> SharedIndexInformer<K> {
             }),
             metrics: parts.metrics,
             default_handler_resync: parts.resync_period,
+            filter: parts.filter,
         })
     }
 

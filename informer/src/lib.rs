@@ -106,7 +106,7 @@ pub use factory::{
     InformerScope, SharedInformerFactory,
 };
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
-pub use informer::SharedIndexInformer;
+pub use informer::{SharedIndexInformer, StoreFilter};
 pub use kcontrol_reflector::{BackoffConfig, PacingPreset, WatchConfig};
 pub use metrics::{InformerMetrics, NoopInformerMetrics};
 pub use notification::NotificationKind;

@@ -441,6 +441,70 @@ async fn in5_the_transform_drops_managed_fields_before_storing() {
     }
 }
 
+/// The `v` value of a stored ConfigMap (the store filter's input below).
+fn value(cm: &ConfigMap) -> Option<&str> {
+    cm.data.as_ref()?.get("v").map(String::as_str)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in5_a_store_filter_keeps_out_what_it_rejects_and_a_change_moves_an_object_in_or_out() {
+    let server = server().await;
+    let objects = server.objects();
+    objects
+        .create("configmaps", "default", cm("a", "kept"))
+        .unwrap();
+    objects
+        .create("configmaps", "default", cm("b", "out"))
+        .unwrap();
+    let informer = informer_of(&server, "default")
+        .store_filter(|cm: &ConfigMap| value(cm) != Some("out"))
+        .build();
+    let recorder = Recorder::new();
+    let reg = informer.add_event_handler(Arc::clone(&recorder)).unwrap();
+    let run = Running::start(Arc::clone(&informer));
+    let token = CancellationToken::new();
+    bounded(wait_for_cache_sync(&token, Some(DEADLINE), &[&reg]))
+        .await
+        .unwrap();
+    assert_eq!(informer.store().list_keys(), ["default/a"]);
+    let kept_rv = rv(&informer.lister().get("default", "a").unwrap());
+    // a stored object that stops matching leaves as a deletion carrying it
+    let out = objects
+        .update("configmaps", "default", cm("a", "out"))
+        .unwrap();
+    // one that starts matching arrives as an add
+    let kept = objects
+        .update("configmaps", "default", cm("b", "kept"))
+        .unwrap();
+    eventually("the store to hold b alone", async || {
+        informer.store().list_keys() == ["default/b"]
+    })
+    .await;
+    eventually("both changes heard", async || recorder.log().len() == 3).await;
+    assert_eq!(
+        recorder.log(),
+        [
+            Event::Add {
+                key: "default/a".into(),
+                rv: kept_rv,
+                initial: true,
+            },
+            Event::Delete {
+                key: "default/a".into(),
+                rv: out.resource_version().to_string(),
+                tombstone: false,
+            },
+            Event::Add {
+                key: "default/b".into(),
+                rv: kept.resource_version().to_string(),
+                initial: false,
+            },
+        ]
+    );
+    assert_eq!(recorder.errors(), Vec::<String>::new());
+    run.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_list_informer_syncs_and_follows_like_a_listing_one() {
     let server = server().await;
