@@ -66,6 +66,21 @@ pub fn owner_target(
     }
 }
 
+/// Whether the object `key` labelled `shard` and `draining` needs nothing
+/// from the sharder over `live`: it is owned, undrained, by the member the
+/// ring names, or nobody is live. Such an object's decision is
+/// [`Decision::Keep`], and a child labelled `shard` whose controller
+/// owner's key is `key` already carries where a settled owner is. The
+/// sharder caches only the objects that are not settled: its caches do not
+/// grow with the objects it shards, and each change of the live members
+/// lists them again.
+pub fn settled(key: &str, shard: Option<&str>, draining: bool, live: &BTreeSet<String>) -> bool {
+    match ring::assign(key, live.iter().map(String::as_str)) {
+        None => true,
+        Some(to) => shard == Some(to) && !draining,
+    }
+}
+
 /// The shard an owned object should carry: its controller owner's target
 /// ([`owner_target`]), when the owner has one (`None`: leave the object as
 /// it is).
@@ -251,7 +266,38 @@ mod tests {
         }
     }
 
+    fn members() -> impl Strategy<Value = BTreeSet<String>> {
+        proptest::collection::btree_set("m[0-4]", 0..4)
+    }
+
+    fn label() -> impl Strategy<Value = Option<String>> {
+        proptest::option::of("m[0-5]")
+    }
+
     proptest! {
+        /// What the sharder keeps out of its caches needs no write: a
+        /// settled object's decision is `Keep`, and a settled child of a
+        /// settled owner stays where it is (with nobody live, nothing is
+        /// written until a member is: the sharder lists again then).
+        #[test]
+        fn a_settled_object_and_its_settled_children_need_no_write(
+            key in "ns/[a-z]{1,6}",
+            shard in label(),
+            child in label(),
+            draining: bool,
+            live in members(),
+        ) {
+            if settled(&key, shard.as_deref(), draining, &live) {
+                prop_assert_eq!(decide(&key, shard.as_deref(), draining, &live), Decision::Keep);
+                if !live.is_empty() && settled(&key, child.as_deref(), false, &live) {
+                    let to = owner_target(&key, shard.as_deref(), draining, &live);
+                    prop_assert_eq!(decide_child(child.as_deref(), to.as_deref()), None);
+                }
+            } else {
+                prop_assert!(!live.is_empty());
+            }
+        }
+
         /// SH2/SH3 on the model: whatever the order of joins, deaths, Lease
         /// expiries, reconciles and acknowledgements, a reconcile starts
         /// only when no other member's is in flight; and once membership

@@ -12,7 +12,10 @@
 //!   over the live members. The [`Sharder`], run by the replica elected
 //!   on the Lease `<ring>-sharder`, watches the ring's Leases and the
 //!   objects' metadata and writes the assignment as the label
-//!   `shard.kcontrol.dev/<ring>: <member>`; owned objects follow where
+//!   `shard.kcontrol.dev/<ring>: <member>`. It caches only the objects
+//!   that are not where the ring names them ([`decide::settled`]), so its
+//!   memory does not grow with the objects it shards; each change of the
+//!   live members lists them again. Owned objects follow where
 //!   their controller owner is going, ahead of it (an owner is assigned
 //!   once its children carry its new shard, or after 30 s). Each
 //!   replica's informers select `shard.kcontrol.dev/<ring>=<member>`.

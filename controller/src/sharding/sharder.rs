@@ -2,6 +2,8 @@
 //! watches the ring's member Leases and the sharded kinds' metadata and
 //! writes each object's assignment ([`decide`](super::decide)) as its
 //! shard label, every write guarded by the object's `resourceVersion`.
+//! Its caches keep only the objects that are not [`settled`]: each change
+//! of the live members starts a new round that lists every kind again.
 
 use kcontrol_informer::WatchConfig;
 use std::collections::BTreeSet;
@@ -27,8 +29,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::children::{kind_key, Children};
-use super::decide::{decide, decide_child, owner_target, Decision};
+use super::decide::{decide, decide_child, owner_target, settled, Decision};
 use super::members::Members;
+use super::ring;
 use super::{ShardingConfig, ShardingError, RING_LABEL};
 use crate::handlers::EnqueueHandler;
 use crate::workers::run_workers;
@@ -39,10 +42,15 @@ const OWNER_INDEX: &str = "kcontrol.dev/sharding-owner";
 /// What one sharded kind runs while the sharder runs.
 type KindRun = Arc<dyn Fn(&Context) -> Result<BoxFuture<'static, ()>, ShardingError> + Send + Sync>;
 
-/// What one sharded kind sets on the sharder's informer factory (its
-/// metadata trim, [`trimmed`]).
-type KindSetup =
-    Arc<dyn Fn(InformerFactoryBuilder, &ShardingConfig) -> InformerFactoryBuilder + Send + Sync>;
+/// The live members one round of the sharder decides over.
+type Live = Arc<BTreeSet<String>>;
+
+/// What one sharded kind sets on the sharder's informer factory for a
+/// round over the live members: its metadata trim ([`trimmed`]) and which
+/// objects its cache keeps ([`keep_unsettled`], [`keep_unsettled_children`]).
+type KindSetup = Arc<
+    dyn Fn(InformerFactoryBuilder, &ShardingConfig, &Live) -> InformerFactoryBuilder + Send + Sync,
+>;
 
 /// What every kind's run shares.
 #[derive(Clone)]
@@ -51,14 +59,15 @@ struct Context {
     config: ShardingConfig,
     factory: Arc<InformerFactory>,
     scope: InformerScope,
-    live: watch::Receiver<BTreeSet<String>>,
+    live: Live,
     /// Owner queues and children checks of this run's kinds.
     children: Arc<Children>,
     stop: CancellationToken,
 }
 
-/// Assigns the objects of the sharded kinds to the ring's live members.
-/// Cloning shares the kinds; [`run`](Self::run) may run again after it
+/// Assigns the objects of the sharded kinds to the ring's live members,
+/// caching only those not where the ring names them
+/// ([`settled`](super::decide::settled)). Cloning shares the kinds; [`run`](Self::run) may run again after it
 /// returned (a sharder elected again).
 #[derive(Clone)]
 pub struct Sharder {
@@ -110,7 +119,7 @@ impl Sharder {
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| Ok(run_primary::<K>(ctx))));
-        self.setups.push(Arc::new(trim::<K>));
+        self.setups.push(Arc::new(keep_unsettled::<K>));
         self
     }
 
@@ -125,8 +134,8 @@ impl Sharder {
     {
         self.kinds
             .push(Arc::new(|ctx: &Context| run_owned::<K, C>(ctx)));
-        self.setups.push(Arc::new(trim::<K>));
-        self.setups.push(Arc::new(trim::<C>));
+        self.setups.push(Arc::new(keep_unsettled::<K>));
+        self.setups.push(Arc::new(keep_unsettled_children::<C>));
         self
     }
 
@@ -184,11 +193,10 @@ impl Sharder {
     /// listed (a member not yet seen must not count as dead) and until
     /// `members` has watched for one retry period (replicas started
     /// together join; a sharder taking over from a dead one, its replica
-    /// long up, starts at once), waits for its caches of every kind, then
-    /// evaluates every object at each change of it and of the live
-    /// members, and again after each failed write, with the queue's
-    /// backoff. It has no periodic resync: its caches follow the server by
-    /// watch, and a resync would queue every object at once.
+    /// long up, starts at once), then runs one round per live set: the
+    /// kinds' informers, caching only the objects not settled over that
+    /// set, and their loops. A change of the live members ends the round
+    /// and starts the next, which lists every kind again.
     ///
     /// # Errors
     /// [`ShardingError::Sharder`] when the informers cannot start.
@@ -212,15 +220,39 @@ impl Sharder {
             () = tokio::time::sleep_until(members.started + self.config.retry_period) => {}
         }
         members.tracker.refresh();
-        let live = members.tracker.live.subscribe();
-        tracing::info!(ring = %self.config.ring, members = ?live.borrow().clone(), "sharder running");
+        let mut live = members.tracker.live.subscribe();
+        loop {
+            let members: Live = Arc::new(live.borrow_and_update().clone());
+            tracing::info!(ring = %self.config.ring, members = ?members, "sharder running");
+            let round_stop = stop.child_token();
+            let round = self.round(members, round_stop.clone());
+            tokio::pin!(round);
+            let changed = tokio::select! {
+                result = &mut round => return result,
+                changed = live.changed() => changed.is_ok(),
+            };
+            round_stop.cancel();
+            round.await?;
+            if !changed || stop.is_cancelled() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One round over the `live` members, until `stop`: builds the
+    /// informers of every kind, caching only the objects that are not
+    /// settled over `live` ([`settled`]), waits for those caches, then
+    /// evaluates each cached object at every change of it, and again after
+    /// each failed write with the queue's backoff. It has no periodic
+    /// resync: its caches follow the server by watch.
+    async fn round(&self, live: Live, stop: CancellationToken) -> Result<(), ShardingError> {
         let mut builder = InformerFactory::builder(self.client.clone())
             .watch_config(WatchConfig::default().strip_managed_fields(true));
         if let Some(ns) = &self.namespace {
             builder = builder.namespace(ns.clone());
         }
         for setup in &self.setups {
-            builder = setup(builder, &self.config);
+            builder = setup(builder, &self.config, &live);
         }
         let factory = Arc::new(builder.build());
         let ctx = Context {
@@ -382,27 +414,74 @@ async fn write_labels(
     }
 }
 
-/// Re-enqueues every key of `store` at each change of the live set.
-async fn requeue_on_ring_change<K: KubeObject>(
-    mut live: watch::Receiver<BTreeSet<String>>,
-    store: Arc<ThreadSafeStore<K>>,
-    queue: RateLimitingQueue<String>,
-    stop: CancellationToken,
-) {
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            changed = live.changed() => if changed.is_err() { return },
-        }
-        let keys = store.list_keys();
-        tracing::info!(
-            objects = keys.len(),
-            "ring members changed: re-evaluating every object"
-        );
-        for key in keys {
-            queue.add(key);
-        }
-    }
+/// Caches `K`'s metadata [`trimmed`] in the sharder's factory, and only
+/// the objects that are not [`settled`] over `live` (unowned, draining,
+/// owned by a member that is not live or not the one the ring names).
+fn keep_unsettled<K>(
+    builder: InformerFactoryBuilder,
+    config: &ShardingConfig,
+    live: &Live,
+) -> InformerFactoryBuilder
+where
+    K: KubeResource,
+{
+    let (shard, drain, live) = (config.shard_label(), config.drain_label(), Arc::clone(live));
+    let keep = move |o: &Meta<K>| unsettled(o, (&shard, &drain), &live);
+    trim::<K>(builder, config).store_filter(keep)
+}
+
+/// Whether the sharder caches `o` ([`keep_unsettled`]; `labels`: the shard
+/// and drain label names).
+fn unsettled<K: KubeResource>(o: &Meta<K>, (shard, drain): (&str, &str), live: &Live) -> bool {
+    let Some(key) = key_of(o) else { return true };
+    let labels = o.labels();
+    !settled(
+        &key,
+        labels.value_of(shard),
+        labels.value_of(drain).is_some(),
+        live,
+    )
+}
+
+/// Caches the children `C`'s metadata [`trimmed`], and only those not
+/// where a settled owner is: with a controller owner, and a shard label
+/// that is not the one the ring names for the owner's key over `live`.
+/// (A settled child of a settled owner needs no write; the owner's
+/// readiness check, that every child carries where the owner goes, holds
+/// for the children left out.)
+fn keep_unsettled_children<C>(
+    builder: InformerFactoryBuilder,
+    config: &ShardingConfig,
+    live: &Live,
+) -> InformerFactoryBuilder
+where
+    C: KubeResource,
+{
+    let (shard, live) = (config.shard_label(), Arc::clone(live));
+    let keep = move |c: &Meta<C>| unsettled_child(c, &shard, &live);
+    trim::<C>(builder, config).store_filter(keep)
+}
+
+/// Whether the sharder caches the child `c` ([`keep_unsettled_children`];
+/// `shard`: the shard label's name).
+fn unsettled_child<C: KubeResource>(c: &Meta<C>, shard: &str, live: &Live) -> bool {
+    let Some(owner) = c.controller_ref() else {
+        return false;
+    };
+    let owner_key = match c.namespace() {
+        Some(ns) => format!("{ns}/{}", owner.name),
+        None => owner.name.clone(),
+    };
+    !settled(&owner_key, c.labels().value_of(shard), false, live)
+}
+
+/// The key (`ns/name`) of a cached object.
+fn key_of<T: KubeObject>(o: &T) -> Option<String> {
+    let name = o.name()?;
+    Some(
+        o.namespace()
+            .map_or_else(|| name.to_owned(), |ns| format!("{ns}/{name}")),
+    )
 }
 
 /// Caches `K`'s metadata [`trimmed`] in the sharder's factory.
@@ -417,11 +496,11 @@ where
 /// What the sharder keeps of an object's metadata: its key, its
 /// `resourceVersion` (every write is guarded by it), the ring's shard and
 /// drain labels and its controller reference (owned objects follow their
-/// owner), as a [`CompactMeta`]. The sharder replica caches every object of
-/// every sharded kind; the rest of the metadata (other labels,
-/// annotations, finalizers, UID, timestamps) and k8s-openapi's `ObjectMeta`
-/// (a `BTreeMap` node per label map) would only make that replica larger
-/// than the others.
+/// owner), as a [`CompactMeta`]: what its decisions and its store filter
+/// read. The rest of the metadata (other labels, annotations, finalizers,
+/// UID, timestamps) and k8s-openapi's `ObjectMeta` (a `BTreeMap` node per
+/// label map) would only make the objects on the move larger in its caches
+/// (and a round's list pages while they are decoded).
 fn trimmed<K>(o: Meta<K>, shard: &str, drain: &str) -> Meta<K> {
     let m = &o.metadata;
     let labels: std::collections::BTreeMap<String, String> = m
@@ -492,15 +571,14 @@ fn primary_labels(
     }
 }
 
-/// One kind's loop in the sharder: once the caches have synced, it
-/// evaluates each queued key (and every key at each ring change) and
-/// writes the labels `labels_for` gives the key's object, guarded by the
+/// One kind's loop in the sharder's round: once the caches have synced,
+/// it evaluates each queued key (every cached key is queued as the cache
+/// fills) and writes the labels `labels_for` gives the key's object, guarded by the
 /// object's `resourceVersion`. Shared by the owners' and children's loops.
 struct KindLoop {
     client: Client,
     resource: kcontrol_indexer::ApiResource,
     factory: Arc<InformerFactory>,
-    live: watch::Receiver<BTreeSet<String>>,
     stop: CancellationToken,
     /// The longest the caches may keep the loop from starting.
     bound: Duration,
@@ -513,7 +591,6 @@ impl KindLoop {
             client: ctx.client.clone(),
             resource,
             factory: Arc::clone(&ctx.factory),
-            live: ctx.live.clone(),
             stop: ctx.stop.clone(),
             bound: ctx.config.lease_duration,
             workers: ctx.config.sharder_workers,
@@ -533,7 +610,6 @@ impl KindLoop {
             client,
             resource,
             factory,
-            live,
             stop,
             bound,
             workers,
@@ -543,12 +619,6 @@ impl KindLoop {
             return;
         }
         tracing::info!(kind = %kind, objects = store.len(), "sharder: caches synced");
-        let requeue = tokio::spawn(requeue_on_ring_change(
-            live,
-            Arc::clone(&store),
-            queue.clone(),
-            stop.clone(),
-        ));
         let sync = move |key: String| {
             let object = store.get_by_key(&key);
             let labels = labels_for(&key, object.as_deref());
@@ -571,7 +641,6 @@ impl KindLoop {
         if let Err(e) = run_workers(queue, workers, stop, sync).await {
             tracing::error!(error = %e, "sharder workers failed");
         }
-        let _ = requeue.await;
     }
 }
 
@@ -597,7 +666,7 @@ where
                 key,
                 labels.value_of(&shard_label),
                 labels.value_of(&drain_label).is_some(),
-                &live.borrow(),
+                &live,
             )
         });
         primary_labels(
@@ -643,8 +712,9 @@ where
     Ok(())
 }
 
-/// Queues an owner's children when the owner appears or its shard label
-/// changes, so that they follow it.
+/// Queues an owner's children when the owner appears, its shard label
+/// changes or it leaves the cache (settled: its children go where the ring
+/// names; or deleted), so that they follow it.
 fn follow_owners<K, C>(
     owners: &SharedIndexInformer<Meta<K>>,
     queue: &RateLimitingQueue<String>,
@@ -675,12 +745,13 @@ where
             }
         }
     };
-    let follow_update = follow.clone();
+    let (follow_update, follow_delete) = (follow.clone(), follow.clone());
     owners
         .add_event_handler(
             ResourceEventHandlerFuncs::new()
                 .add_func(move |o: &Arc<Meta<K>>, _| follow(None, o))
-                .update_func(move |old, new| follow_update(Some(old.as_ref()), new)),
+                .update_func(move |old, new| follow_update(Some(old.as_ref()), new))
+                .delete_func(move |gone| follow_delete(None, gone.object())),
         )
         .map(|_| ())
 }
@@ -767,18 +838,24 @@ where
     let (child_store, owner_store) = (children.store(), owners.store());
     follow_owners(&owners, &queue, &child_store, &shard_label).map_err(err)?;
     link_children::<K, C>(ctx, &children).map_err(err)?;
-    let live = ctx.live.clone();
+    let live = Arc::clone(&ctx.live);
     let labels_for = move |_: &str, child: Option<&Meta<C>>| {
         let child = child?;
         let owner_key = owner_key(child)?;
-        let owner = owner_store.get_by_key(&owner_key)?;
-        let labels = owner.labels();
-        let to = owner_target(
-            &owner_key,
-            labels.value_of(&shard_label),
-            labels.value_of(&drain_label).is_some(),
-            &live.borrow(),
-        );
+        // an owner out of the cache is settled (or gone): where the ring
+        // names, undrained
+        let to = match owner_store.get_by_key(&owner_key) {
+            Some(owner) => {
+                let labels = owner.labels();
+                owner_target(
+                    &owner_key,
+                    labels.value_of(&shard_label),
+                    labels.value_of(&drain_label).is_some(),
+                    &live,
+                )
+            }
+            None => ring::assign(&owner_key, live.iter().map(String::as_str)).map(str::to_owned),
+        };
         let target = decide_child(child.labels().value_of(&shard_label), to.as_deref())?;
         Some(serde_json::json!({shard_label.clone(): target}))
     };
@@ -856,6 +933,62 @@ mod tests {
                 ..ObjectMeta::default()
             }
         );
+    }
+
+    /// A ConfigMap `ns/<name>` with ring `r`'s labels and a controller.
+    fn labelled(
+        name: &str,
+        shard: Option<&str>,
+        drain: bool,
+        owner: Option<&str>,
+    ) -> Meta<ConfigMap> {
+        let mut labels = std::collections::BTreeMap::new();
+        if let Some(shard) = shard {
+            labels.insert(SHARD.to_owned(), shard.to_owned());
+        }
+        if drain {
+            labels.insert(DRAIN.to_owned(), "true".to_owned());
+        }
+        Meta::new(CompactMeta::from(ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            labels: Some(labels),
+            owner_references: owner.map(|o| vec![super::tests::owner(o, Some(true))]),
+            ..ObjectMeta::default()
+        }))
+    }
+
+    const SHARD: &str = "shard.kcontrol.dev/r";
+    const DRAIN: &str = "drain.kcontrol.dev/r";
+
+    #[test]
+    fn the_sharder_caches_only_what_is_not_settled() {
+        let live: Live = Arc::new(["a".to_owned(), "b".to_owned()].into());
+        let to = ring::assign("ns/x", ["a", "b"]).unwrap();
+        let other = if to == "a" { "b" } else { "a" };
+        let cached =
+            |shard, drain| unsettled(&labelled("x", shard, drain, None), (SHARD, DRAIN), &live);
+        assert!(!cached(Some(to), false), "owned where the ring names it");
+        assert!(cached(Some(to), true), "draining");
+        assert!(
+            cached(Some(other), false),
+            "owned by a live member the ring does not name"
+        );
+        assert!(cached(Some("dead"), false), "owned by a member not live");
+        assert!(cached(None, false), "unowned");
+        let nobody: Live = Arc::default();
+        assert!(!unsettled(
+            &labelled("x", None, false, None),
+            (SHARD, DRAIN),
+            &nobody
+        ));
+        // children: by their controller owner's key
+        let child =
+            |shard, owner| unsettled_child(&labelled("c", shard, false, owner), SHARD, &live);
+        assert!(!child(Some(to), Some("x")), "where its settled owner is");
+        assert!(child(Some(other), Some("x")));
+        assert!(child(None, Some("x")));
+        assert!(!child(None, None), "no controller: not the sharder's");
     }
 
     #[test]
