@@ -67,8 +67,9 @@ struct Context {
 
 /// Assigns the objects of the sharded kinds to the ring's live members,
 /// caching only those not where the ring names them
-/// ([`settled`](super::decide::settled)). Cloning shares the kinds; [`run`](Self::run) may run again after it
-/// returned (a sharder elected again).
+/// ([`settled`](super::decide::settled)). Cloning shares the kinds;
+/// [`run`](Self::run) may run again after it returned (a sharder elected
+/// again).
 #[derive(Clone)]
 pub struct Sharder {
     client: Client,
