@@ -85,11 +85,18 @@ impl Members {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 
-    fn lease(name: &str, holder: Option<&str>, seconds: i32, renew: i64) -> Lease {
+    /// A member Lease `name` held by `holder` for `seconds`, renewed at
+    /// the Unix second `renew`.
+    pub(in crate::sharding) fn lease(
+        name: &str,
+        holder: Option<&str>,
+        seconds: i32,
+        renew: i64,
+    ) -> Lease {
         Lease {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),

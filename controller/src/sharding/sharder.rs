@@ -223,6 +223,13 @@ impl Sharder {
         members.tracker.refresh();
         let mut live = members.tracker.live.subscribe();
         loop {
+            if !members
+                .tracker
+                .await_imminent_expiry(self.config.retry_period, &stop)
+                .await
+            {
+                return Ok(());
+            }
             let members: Live = Arc::new(live.borrow_and_update().clone());
             tracing::info!(ring = %self.config.ring, members = ?members, "sharder running");
             let round_stop = stop.child_token();
@@ -359,6 +366,27 @@ impl Tracker {
                 true
             }
         });
+    }
+
+    /// Waits for a Lease expiry due within `within` (one retry period: a
+    /// member that renews does so every retry period, so one whose Lease
+    /// runs out that soon has stopped renewing), then recomputes the live
+    /// set: a round started before it would list every kind only to end at
+    /// the expiry. `false` when `stop` came first.
+    async fn await_imminent_expiry(&self, within: Duration, stop: &CancellationToken) -> bool {
+        let now = Instant::now();
+        let Some(at) = self.members.lock().next_expiry(now) else {
+            return true;
+        };
+        if at > now + within {
+            return true;
+        }
+        tokio::select! {
+            () = stop.cancelled() => return false,
+            () = tokio::time::sleep_until(at + Duration::from_millis(1)) => {}
+        }
+        self.refresh();
+        true
     }
 
     /// Recomputes the live set at each Lease expiry, until `stop`.
@@ -990,6 +1018,49 @@ mod tests {
         assert!(child(Some(other), Some("x")));
         assert!(child(None, Some("x")));
         assert!(!child(None, None), "no controller: not the sharder's");
+    }
+
+    /// A round waits for a member Lease that runs out within a retry period
+    /// (the member stopped renewing), so that a sharder taking over from a
+    /// dead replica lists once, not once before the expiry and again after;
+    /// a Lease further out does not hold it.
+    #[tokio::test(start_paused = true)]
+    async fn a_round_waits_for_an_imminent_expiry_but_not_for_a_distant_one() {
+        let (live, _) = watch::channel(BTreeSet::new());
+        let tracker = Tracker {
+            members: Mutex::new(Members::default()),
+            live,
+            changed: Notify::new(),
+        };
+        let t0 = Instant::now();
+        let lease = super::super::members::tests::lease;
+        tracker
+            .members
+            .lock()
+            .observe(&lease("a", Some("a"), 5, 1), t0);
+        tracker
+            .members
+            .lock()
+            .observe(&lease("b", Some("b"), 5, 1), t0);
+        tracker.refresh();
+        let stop = CancellationToken::new();
+        let retry = Duration::from_secs(1);
+        assert!(tracker.await_imminent_expiry(retry, &stop).await);
+        assert_eq!(Instant::now(), t0, "5 s away: no wait");
+        tokio::time::sleep(Duration::from_millis(4500)).await;
+        // b renewed; a did not
+        tracker
+            .members
+            .lock()
+            .observe(&lease("b", Some("b"), 5, 2), Instant::now());
+        assert!(tracker.await_imminent_expiry(retry, &stop).await);
+        assert!(Instant::now() > t0 + Duration::from_secs(5));
+        assert_eq!(*tracker.live.borrow(), BTreeSet::from(["b".to_owned()]));
+        stop.cancel();
+        assert!(
+            tracker.await_imminent_expiry(retry, &stop).await,
+            "b is 4.5 s away"
+        );
     }
 
     #[test]
