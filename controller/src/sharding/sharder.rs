@@ -602,8 +602,9 @@ fn primary_labels(
 
 /// One kind's loop in the sharder's round: once the caches have synced,
 /// it evaluates each queued key (every cached key is queued as the cache
-/// fills) and writes the labels `labels_for` gives the key's object, guarded by the
-/// object's `resourceVersion`. Shared by the owners' and children's loops.
+/// fills) and writes the labels `labels_for` gives the key's object,
+/// guarded by the object's `resourceVersion`. Shared by the owners' and
+/// children's loops.
 struct KindLoop {
     client: Client,
     resource: kcontrol_indexer::ApiResource,
