@@ -16,7 +16,9 @@
 //! - IN4: per-handler resync periods, [`SharedIndexInformer::remove_event_handler`],
 //!   and [`HandlerRegistration::has_synced`]: one readiness barrier for the
 //!   store and the handler's initial list;
-//! - IN5: a transform applied before objects are stored;
+//! - IN5: a transform applied before objects are stored, and a store
+//!   filter ([`SharedIndexInformerBuilder::store_filter`]) that keeps out
+//!   what a selector cannot express;
 //! - IN6: [`wait_for_cache_sync`] over many informers and registrations.
 //!
 //! [`metrics`] has the [`InformerMetrics`] hooks (handler notifications,
