@@ -143,8 +143,9 @@ struct Entry {
     started: bool,
 }
 
-/// A per-type option (a transform or a store filter), typed by its `TypeId`.
-type Transform = Arc<dyn Any + Send + Sync>;
+/// A per-type option (a transform or a store filter), found by its type's
+/// `TypeId` and downcast to its own type.
+type PerType = Arc<dyn Any + Send + Sync>;
 
 struct State {
     informers: BTreeMap<InformerKey, Entry>,
@@ -306,8 +307,8 @@ pub struct InformerFactoryBuilder {
     default_resync: Duration,
     scope: InformerScope,
     watch_config: WatchConfig,
-    transforms: HashMap<TypeId, Transform>,
-    filters: HashMap<TypeId, Transform>,
+    transforms: HashMap<TypeId, PerType>,
+    filters: HashMap<TypeId, PerType>,
     resyncs: HashMap<TypeId, Duration>,
     metrics: Option<Arc<dyn FactoryMetrics>>,
 }
@@ -470,8 +471,8 @@ pub struct InformerFactory {
     default_resync: Duration,
     scope: InformerScope,
     watch_config: WatchConfig,
-    transforms: HashMap<TypeId, Transform>,
-    filters: HashMap<TypeId, Transform>,
+    transforms: HashMap<TypeId, PerType>,
+    filters: HashMap<TypeId, PerType>,
     resyncs: HashMap<TypeId, Duration>,
     metrics: Option<Arc<dyn FactoryMetrics>>,
     /// Cancelled by `shutdown`; every informer runs under a child of it.

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kcontrol_client::{Api, Client, Patch, PatchParams};
 use kcontrol_indexer::compact::{CompactMeta, CompactPartialObjectMetadata as Meta};
 use kcontrol_indexer::{
-    split_meta_namespace_key, DynamicObject, KubeObject, KubeResource, StringMap, ThreadSafeStore,
+    meta_namespace_key, split_meta_namespace_key, DynamicObject, KubeObject, KubeResource,
+    StringMap, ThreadSafeStore,
 };
 use kcontrol_informer::{
     wait_for_cache_sync, CacheSyncError, InformerFactory, InformerFactoryBuilder, InformerScope,
@@ -462,7 +463,9 @@ where
 /// Whether the sharder caches `o` ([`keep_unsettled`]; `labels`: the shard
 /// and drain label names).
 fn unsettled<K: KubeResource>(o: &Meta<K>, (shard, drain): (&str, &str), live: &Live) -> bool {
-    let Some(key) = key_of(o) else { return true };
+    let Ok(key) = meta_namespace_key(o) else {
+        return true;
+    };
     let labels = o.labels();
     !settled(
         &key,
@@ -494,23 +497,10 @@ where
 /// Whether the sharder caches the child `c` ([`keep_unsettled_children`];
 /// `shard`: the shard label's name).
 fn unsettled_child<C: KubeResource>(c: &Meta<C>, shard: &str, live: &Live) -> bool {
-    let Some(owner) = c.controller_ref() else {
+    let Some(owner_key) = controller_key(c, |_| true) else {
         return false;
     };
-    let owner_key = match c.namespace() {
-        Some(ns) => format!("{ns}/{}", owner.name),
-        None => owner.name.clone(),
-    };
     !settled(&owner_key, c.labels().value_of(shard), false, live)
-}
-
-/// The key (`ns/name`) of a cached object.
-fn key_of<T: KubeObject>(o: &T) -> Option<String> {
-    let name = o.name()?;
-    Some(
-        o.namespace()
-            .map_or_else(|| name.to_owned(), |ns| format!("{ns}/{name}")),
-    )
 }
 
 /// Caches `K`'s metadata [`trimmed`] in the sharder's factory.
@@ -766,10 +756,9 @@ where
             if before.as_deref() == new.labels().value_of(&label) && old.is_some() {
                 return;
             }
-            let Some(name) = new.name() else { return };
-            let key = new
-                .namespace()
-                .map_or_else(|| name.to_owned(), |ns| format!("{ns}/{name}"));
+            let Ok(key) = meta_namespace_key(new) else {
+                return;
+            };
             for child in store.index_keys(OWNER_INDEX, &key).unwrap_or_default() {
                 queue.add(child);
             }
@@ -791,7 +780,16 @@ fn owner_key_of<C>(owner_kind: &str, child: &Meta<C>) -> Option<String>
 where
     C: KubeResource,
 {
-    let owner = child.controller_ref().filter(|r| r.kind == owner_kind)?;
+    controller_key(child, |r| r.kind == owner_kind)
+}
+
+/// The key of a child's controller owner, if `wanted` accepts the
+/// reference (the owner is in the child's namespace).
+fn controller_key<C>(child: &Meta<C>, wanted: impl Fn(&OwnerReference) -> bool) -> Option<String>
+where
+    C: KubeResource,
+{
+    let owner = child.controller_ref().filter(|r| wanted(r))?;
     Some(match child.namespace() {
         Some(ns) => format!("{ns}/{}", owner.name),
         None => owner.name.clone(),
