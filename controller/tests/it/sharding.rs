@@ -254,12 +254,7 @@ fn all_on_a(versions: &BTreeMap<String, (u64, Option<String>)>, n: usize) -> boo
 async fn sh6_children_reach_the_new_member_before_their_owner() {
     let (server, client) = server().await;
     gone_secrets_of(&server, &ring_of_a_with_gone_configmaps(&server));
-    let config = cms_config(Duration::from_secs(15), Duration::from_secs(10));
-    let sharder = run_sharder(
-        Sharder::new(client, config)
-            .shard::<ConfigMap>()
-            .owns::<ConfigMap, Secret>(),
-    );
+    let sharder = run_secrets_sharder(client);
     eventually("every ConfigMap and Secret labelled for a", async || {
         all_on_a(&versions(&server, "configmaps", "cm-"), OBJECTS)
             && all_on_a(&versions(&server, "secrets", "cm-"), 2 * OBJECTS)
@@ -276,6 +271,16 @@ async fn sh6_children_reach_the_new_member_before_their_owner() {
         );
     }
     server.shutdown().await;
+}
+
+/// A sharder of the ConfigMaps and the Secrets they control, running.
+fn run_secrets_sharder(client: Client) -> Running {
+    let config = cms_config(Duration::from_secs(15), Duration::from_secs(10));
+    run_sharder(
+        Sharder::new(client, config)
+            .shard::<ConfigMap>()
+            .owns::<ConfigMap, Secret>(),
+    )
 }
 
 /// Two Secrets controlled by each of `owners` (names and UIDs), labelled
@@ -305,12 +310,7 @@ async fn children_of_a_settled_owner_out_of_the_cache_follow_it() {
     let (server, client) = server().await;
     gone_secrets_of(&server, &ring_of_a_with_configmaps(&server, "a"));
     let before = versions(&server, "configmaps", "cm-");
-    let config = cms_config(Duration::from_secs(15), Duration::from_secs(10));
-    let sharder = run_sharder(
-        Sharder::new(client, config)
-            .shard::<ConfigMap>()
-            .owns::<ConfigMap, Secret>(),
-    );
+    let sharder = run_secrets_sharder(client);
     eventually("every Secret labelled for a", async || {
         all_on_a(&versions(&server, "secrets", "cm-"), 2 * OBJECTS)
     })
