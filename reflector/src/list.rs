@@ -155,19 +155,28 @@ where
         replace: &mut Relist<'_, K>,
         items: &mut u64,
     ) -> Result<Page, ReflectorError> {
+        // the list's version once the server has sent it (kube-apiserver
+        // sends it before the items), noted once; else each item's
+        let mut list_version_noted = false;
         while let Some(obj) = stream.next().await {
             let obj = obj.map_err(ReflectorError::List)?;
-            // the list's version once the server has sent it (kube-apiserver
-            // sends it before the items), else the item's
-            let delivered = stream
-                .resource_version()
-                .map(str::to_owned)
-                .or_else(|| obj.resource_version().map(str::to_owned));
+            let item_version = match stream.resource_version() {
+                Some(_) => None,
+                None => obj.resource_version().map(str::to_owned),
+            };
             replace.add(self.prepare(obj)?)?;
-            if !replace.is_buffered() {
-                self.note_delivered(delivered.as_deref());
-            }
             *items += 1;
+            if replace.is_buffered() {
+                continue;
+            }
+            match stream.resource_version() {
+                Some(_) if list_version_noted => {}
+                Some(list_version) => {
+                    self.note_delivered(Some(list_version));
+                    list_version_noted = true;
+                }
+                None => self.note_delivered(item_version.as_deref()),
+            }
         }
         Ok(Page {
             resource_version: stream.resource_version().map(str::to_owned),
