@@ -110,32 +110,24 @@ impl<K> Queue<K> {
     }
 
     /// Appends a tombstone deletion (with the newest queued object as last
-    /// known state) to every queued key that `keep` rejects (DF4, keys
-    /// queued but not listed). Returns how many keys got one.
-    pub(crate) fn tombstone_queued_unless(
-        &mut self,
-        mut keep: impl FnMut(&str) -> bool,
-        initial: bool,
-    ) -> usize {
-        let mut count = 0;
-        for entry in self.items.values_mut() {
-            if keep(entry.deltas.key()) {
-                continue;
-            }
-            let tombstone = DeletedFinalStateUnknown {
-                key: entry.deltas.key().to_owned(),
-                obj: Arc::clone(entry.deltas.newest().object()),
-            };
-            entry
-                .deltas
-                .push(Delta::Deleted(ObjectOrTombstone::Tombstone(tombstone)));
-            if initial && !entry.initial {
-                entry.initial = true;
-                self.initial_pending += 1;
-            }
-            count += 1;
+    /// known state) to the key's deltas if it is queued (DF4, a key queued
+    /// but not listed). Returns whether it was.
+    pub(crate) fn tombstone(&mut self, key: &str, initial: bool) -> bool {
+        let Some(entry) = self.items.get_mut(key) else {
+            return false;
+        };
+        let tombstone = DeletedFinalStateUnknown {
+            key: key.to_owned(),
+            obj: Arc::clone(entry.deltas.newest().object()),
+        };
+        entry
+            .deltas
+            .push(Delta::Deleted(ObjectOrTombstone::Tombstone(tombstone)));
+        if initial && !entry.initial {
+            entry.initial = true;
+            self.initial_pending += 1;
         }
-        count
+        true
     }
 
     /// The entry queued for a key.

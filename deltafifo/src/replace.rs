@@ -6,7 +6,10 @@
 //! Streaming is what lets a relist never hold the whole list twice (RF9):
 //! an object handed to [`ReplaceStream::add`] can be popped and stored at
 //! once, so the older version it replaces is freed while the list is still
-//! arriving. The stream itself keeps only the keys it has seen.
+//! arriving. The stream itself keeps only the keys that were queued or
+//! known when it began and that it has not listed yet: the candidates for
+//! deletion. The first list of an informer starts from none, so it queues
+//! its objects without keeping any key, and ends without reading the store.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,7 +38,11 @@ use crate::fifo::DeltaFifo;
 #[must_use = "a replace stream does nothing for vanished keys until finish is called"]
 pub struct ReplaceStream<'a, K: KubeObject> {
     fifo: &'a DeltaFifo<K>,
-    seen: HashSet<Arc<str>, RandomState>,
+    /// The keys queued or known when the replace began that it has not
+    /// listed (or has taken back): what [`finish`](Self::finish) deletes.
+    unlisted: HashSet<Arc<str>, RandomState>,
+    /// Objects listed, less those taken back.
+    listed: usize,
     initial: bool,
     done: bool,
 }
@@ -43,7 +50,8 @@ pub struct ReplaceStream<'a, K: KubeObject> {
 impl<K: KubeObject> std::fmt::Debug for ReplaceStream<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReplaceStream")
-            .field("seen", &self.seen.len())
+            .field("listed", &self.listed)
+            .field("unlisted", &self.unlisted.len())
             .field("initial", &self.initial)
             .finish_non_exhaustive()
     }
@@ -52,7 +60,10 @@ impl<K: KubeObject> std::fmt::Debug for ReplaceStream<'_, K> {
 impl<K: KubeObject> DeltaFifo<K> {
     /// Starts a streaming replace: feed it the listed objects as they are
     /// decoded, then call [`ReplaceStream::finish`] with the list's resource
-    /// version.
+    /// version. The keys queued or known now are the ones `finish` deletes
+    /// unless the stream lists them; a key another producer first queues
+    /// after this call is not one of them (the replace counts as begun
+    /// here). Waits while a processor runs.
     ///
     /// Fails with [`FifoError::ReplaceInProgress`] while another stream is
     /// alive, [`FifoError::Closed`] after close, and
@@ -91,12 +102,33 @@ impl<K: KubeObject> DeltaFifo<K> {
         st.replace_active = true;
         let initial = !st.populated;
         st.initial_replace_active |= initial;
+        drop(st);
+        let unlisted = self.queued_or_known_keys();
         Ok(ReplaceStream {
             fifo: self,
-            seen: HashSet::default(),
+            unlisted,
+            listed: 0,
             initial,
             done: false,
         })
+    }
+
+    /// Every key queued or known now. Waits while a processor runs, so that
+    /// no key is between the queue and the store; a key queued after this
+    /// (by another producer) comes after the replace, as if it had begun
+    /// here.
+    fn queued_or_known_keys(&self) -> HashSet<Arc<str>, RandomState> {
+        let _processing = self.processing.lock();
+        let mut keys: HashSet<Arc<str>, RandomState> =
+            self.state.lock().queue.keys().cloned().collect();
+        if let Some(known) = &self.known {
+            for key in known.list_keys() {
+                if !keys.contains(key.as_str()) {
+                    keys.insert(key.into());
+                }
+            }
+        }
+        keys
     }
 
     /// Replaces the FIFO's view with `list` at `resource_version` (DF4): a
@@ -123,7 +155,6 @@ impl<K: KubeObject> DeltaFifo<K> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut stream = self.begin_replace()?;
-        stream.seen.reserve(keyed.len());
         for (key, obj) in keyed {
             stream.add_keyed(key, obj)?;
         }
@@ -145,16 +176,19 @@ impl<K: KubeObject> ReplaceStream<'_, K> {
     fn add_keyed(&mut self, key: String, obj: Arc<K>) -> Result<(), FifoError> {
         let fifo = self.fifo;
         let kind = fifo.replace_kind;
-        let (shared, depth) = {
+        if !self.unlisted.is_empty() {
+            self.unlisted.remove(key.as_str());
+        }
+        let depth = {
             let mut st = fifo.state.lock();
             if st.closed {
                 return Err(FifoError::Closed);
             }
-            let (shared, new) = st.queue.push(key, Delta::new(kind, obj), self.initial);
+            let (_, new) = st.queue.push(key, Delta::new(kind, obj), self.initial);
             fifo.wake(&st, usize::from(new));
-            (shared, st.queue.len())
+            st.queue.len()
         };
-        self.seen.insert(shared);
+        self.listed += 1;
         fifo.report(kind, 1, depth);
         Ok(())
     }
@@ -167,18 +201,20 @@ impl<K: KubeObject> ReplaceStream<'_, K> {
     /// Fails with [`FifoError::Key`] for an object without a name.
     pub fn remove(&mut self, obj: &K) -> Result<(), FifoError> {
         let key = (self.fifo.key_fn)(obj)?;
-        self.seen.remove(key.as_str());
+        self.unlisted.insert(key.into());
+        self.listed = self.listed.saturating_sub(1);
         Ok(())
     }
 
-    /// How many distinct keys this stream has listed so far.
+    /// How many objects this stream has listed so far, less those taken
+    /// back with [`remove`](Self::remove).
     pub fn len(&self) -> usize {
-        self.seen.len()
+        self.listed
     }
 
-    /// Whether nothing was listed yet.
+    /// Whether nothing is listed.
     pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
+        self.listed == 0
     }
 
     /// Whether this is the FIFO's first replace (its entries are the initial
@@ -200,23 +236,24 @@ impl<K: KubeObject> ReplaceStream<'_, K> {
         let _processing = fifo.processing.lock();
         // No processor runs, so the store agrees with the queue; read the
         // (usually few) vanished objects without holding up producers.
-        let vanished = self.vanished_known_objects();
+        let vanished = self.unlisted_known_objects();
         let (tombstones, depth) = {
             let mut st = fifo.state.lock();
             if st.closed {
                 return Err(FifoError::Closed);
             }
-            let seen = &self.seen;
-            let mut tombstones = st
-                .queue
-                .tombstone_queued_unless(|key| seen.contains(key), self.initial);
+            let mut tombstones = 0;
             let mut new_keys = 0;
-            for (key, obj) in vanished {
-                if st.queue.contains(&key) {
+            for (key, known) in vanished {
+                if st.queue.tombstone(&key, self.initial) {
+                    tombstones += 1;
                     continue;
                 }
+                let Some(obj) = known else {
+                    continue;
+                };
                 let tombstone = DeletedFinalStateUnknown {
-                    key: key.clone(),
+                    key: key.to_string(),
                     obj,
                 };
                 let delta = Delta::Deleted(ObjectOrTombstone::Tombstone(tombstone));
@@ -238,23 +275,20 @@ impl<K: KubeObject> ReplaceStream<'_, K> {
         Ok(())
     }
 
-    /// Known objects whose keys this stream did not list.
-    fn vanished_known_objects(&self) -> Vec<(String, Arc<K>)> {
-        let Some(known) = &self.fifo.known else {
-            return Vec::new();
-        };
-        known
-            .list_keys()
-            .into_iter()
-            .filter(|key| !self.seen.contains(key.as_str()))
-            .filter_map(|key| match known.get_by_key(&key) {
-                Some(obj) => Some((key, obj)),
-                None => {
-                    tracing::debug!(key, "known key vanished from the store during replace");
-                    None
-                }
+    /// The keys not listed, each with its known object (if the store has
+    /// it), in key order.
+    fn unlisted_known_objects(&mut self) -> Vec<(Arc<str>, Option<Arc<K>>)> {
+        let known = self.fifo.known.as_ref();
+        let mut unlisted: Vec<_> = self
+            .unlisted
+            .drain()
+            .map(|key| {
+                let obj = known.and_then(|known| known.get_by_key(&key));
+                (key, obj)
             })
-            .collect()
+            .collect();
+        unlisted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        unlisted
     }
 }
 
@@ -269,7 +303,7 @@ impl<K: KubeObject> Drop for ReplaceStream<'_, K> {
             st.initial_replace_active = false;
         }
         tracing::debug!(
-            listed = self.seen.len(),
+            listed = self.listed,
             "DeltaFIFO replace abandoned before finish; no deletions queued"
         );
     }
@@ -441,6 +475,40 @@ mod tests {
             summary(&fifo.get_by_key("ns/a").unwrap()),
             [(Sync, "1".into(), false)]
         );
+    }
+
+    #[test]
+    fn df4_a_first_replace_keeps_no_keys() {
+        let store = Arc::new(Store::default());
+        let fifo = fifo_with(&store);
+        let mut stream = fifo.begin_replace().unwrap();
+        for name in ["a", "b", "c"] {
+            stream.add(cm(name, 1)).unwrap();
+        }
+        // nothing was queued or known when it began: nothing to delete
+        assert!(stream.unlisted.is_empty());
+        assert_eq!(stream.len(), 3);
+        stream.finish("1").unwrap();
+        assert_eq!(fifo.list_keys(), ["ns/a", "ns/b", "ns/c"]);
+    }
+
+    #[test]
+    fn df4_a_replace_counts_as_begun_for_keys_another_producer_queues_during_it() {
+        let store = Arc::new(Store::default());
+        store.insert(&cm("old", 1));
+        let fifo = fifo_with(&store);
+        let mut stream = fifo.begin_replace().unwrap();
+        stream.add(cm("a", 2)).unwrap();
+        // queued by another producer after the replace began, not listed:
+        // it comes after the replace, so its finish does not delete it
+        fifo.add(cm("late", 3)).unwrap();
+        stream.finish("4").unwrap();
+        assert_eq!(
+            summary(&fifo.get_by_key("ns/late").unwrap()),
+            [(Added, "3".into(), false)]
+        );
+        // known when it began and not listed: deleted
+        assert!(fifo.get_by_key("ns/old").unwrap().newest().is_tombstone());
     }
 
     #[test]

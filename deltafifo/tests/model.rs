@@ -150,7 +150,10 @@ struct MEntry {
 
 #[derive(Debug)]
 struct MStream {
-    seen: BTreeSet<String>,
+    /// Keys queued or known when the stream began, not listed since: the
+    /// ones its finish deletes (a key first queued by another producer
+    /// during the stream comes after the replace).
+    unlisted: BTreeSet<String>,
     initial: bool,
 }
 
@@ -262,8 +265,12 @@ impl Model {
         if self.stream.is_some() {
             return Err(ErrKind::InProgress);
         }
+        let mut unlisted: BTreeSet<String> = self.queue.iter().map(|e| e.key.clone()).collect();
+        if self.has_known {
+            unlisted.extend(self.store.keys().cloned());
+        }
         self.stream = Some(MStream {
-            seen: BTreeSet::new(),
+            unlisted,
             initial: !self.populated,
         });
         Ok(())
@@ -287,7 +294,7 @@ impl Model {
             },
             initial,
         );
-        self.stream.as_mut().unwrap().seen.insert(key.to_owned());
+        self.stream.as_mut().unwrap().unlisted.remove(key);
         Ok(())
     }
 
@@ -297,35 +304,26 @@ impl Model {
         if self.closed {
             return Err(ErrKind::Closed);
         }
-        for e in &mut self.queue {
-            if stream.seen.contains(&e.key) {
+        for key in &stream.unlisted {
+            if let Some(e) = self.queue.iter_mut().find(|e| &e.key == key) {
+                let obj = Arc::clone(&e.deltas.last().unwrap().obj);
+                let d = MDelta {
+                    kind: DeltaType::Deleted,
+                    obj,
+                    tombstone: Some(e.key.clone()),
+                };
+                Self::append(&mut e.deltas, d);
+                e.initial |= stream.initial;
                 continue;
             }
-            let obj = Arc::clone(&e.deltas.last().unwrap().obj);
-            let d = MDelta {
-                kind: DeltaType::Deleted,
-                obj,
-                tombstone: Some(e.key.clone()),
-            };
-            Self::append(&mut e.deltas, d);
-            e.initial |= stream.initial;
-        }
-        if self.has_known {
-            let vanished: Vec<(String, Arc<ConfigMap>)> = self
-                .store
-                .iter()
-                .filter(|(k, _)| !stream.seen.contains(*k))
-                .map(|(k, o)| (k.clone(), Arc::clone(o)))
-                .collect();
-            for (key, obj) in vanished {
-                if !self.queued(&key) {
-                    let d = MDelta {
-                        kind: DeltaType::Deleted,
-                        obj,
-                        tombstone: Some(key.clone()),
-                    };
-                    self.push(&key, d, stream.initial);
-                }
+            let known = self.has_known.then(|| self.store.get(key)).flatten();
+            if let Some(obj) = known.map(Arc::clone) {
+                let d = MDelta {
+                    kind: DeltaType::Deleted,
+                    obj,
+                    tombstone: Some(key.clone()),
+                };
+                self.push(key, d, stream.initial);
             }
         }
         self.populated = true;
