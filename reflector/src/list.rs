@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kcontrol_client::{ListParams, ListStream, ResourceVersionMatch};
 use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
@@ -16,6 +16,10 @@ use crate::error::ReflectorError;
 use crate::reflector::Reflector;
 use crate::relist::Relist;
 use crate::retry::Request;
+
+/// The most objects of a list handed to the FIFO together: what a 64 KiB
+/// chunk of small objects holds.
+const BATCH: usize = 256;
 
 /// What a successful list brought.
 struct Listed {
@@ -148,7 +152,10 @@ where
         })
     }
 
-    /// Queues every object of a page as it is decoded (RF9).
+    /// Queues every object of a page as it is decoded (RF9): those
+    /// decoded from the bytes at hand go in together (at most
+    /// [`BATCH`]), so the FIFO takes its lock and wakes its consumer once
+    /// per chunk rather than once per object.
     async fn drain_page(
         &self,
         mut stream: ListStream<K>,
@@ -156,31 +163,57 @@ where
         items: &mut u64,
     ) -> Result<Page, ReflectorError> {
         // the list's version once the server has sent it (kube-apiserver
-        // sends it before the items), noted once; else each item's
+        // sends it before the items), noted once; else each batch's last
         let mut list_version_noted = false;
-        while let Some(obj) = stream.next().await {
-            let obj = obj.map_err(ReflectorError::List)?;
+        let mut batch = Vec::with_capacity(BATCH);
+        while let Some(first) = stream.next().await {
+            let failed = self.take_ready(first, &mut stream, &mut batch).err();
             let item_version = match stream.resource_version() {
                 Some(_) => None,
-                None => obj.resource_version().map(str::to_owned),
+                None => batch
+                    .iter()
+                    .filter_map(|obj| obj.resource_version())
+                    .max_by_key(|rv| (rv.len(), *rv))
+                    .map(str::to_owned),
             };
-            replace.add(self.prepare(obj)?)?;
-            *items += 1;
-            if replace.is_buffered() {
-                continue;
-            }
-            match stream.resource_version() {
-                Some(_) if list_version_noted => {}
-                Some(list_version) => {
-                    self.note_delivered(Some(list_version));
-                    list_version_noted = true;
+            *items += batch.len() as u64;
+            replace.extend(std::mem::take(&mut batch))?;
+            if !replace.is_buffered() {
+                match stream.resource_version() {
+                    Some(_) if list_version_noted => {}
+                    Some(list_version) => {
+                        self.note_delivered(Some(list_version));
+                        list_version_noted = true;
+                    }
+                    None => self.note_delivered(item_version.as_deref()),
                 }
-                None => self.note_delivered(item_version.as_deref()),
+            }
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
         Ok(Page {
             resource_version: stream.resource_version().map(str::to_owned),
             continue_token: stream.continue_token().map(str::to_owned),
         })
+    }
+
+    /// Prepares `first` and every item the stream has ready without
+    /// waiting into `batch` (up to [`BATCH`]); stops at the first failure,
+    /// keeping what came before it.
+    fn take_ready(
+        &self,
+        first: Result<K, kcontrol_client::Error>,
+        stream: &mut ListStream<K>,
+        batch: &mut Vec<K>,
+    ) -> Result<(), ReflectorError> {
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            batch.push(self.prepare(item.map_err(ReflectorError::List)?)?);
+            if batch.len() < BATCH {
+                next = stream.next().now_or_never().flatten();
+            }
+        }
+        Ok(())
     }
 }

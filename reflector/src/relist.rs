@@ -46,6 +46,15 @@ impl<K: KubeObject> Relist<'_, K> {
         }
     }
 
+    /// Listed objects in order, handed over at once (a list's decoded
+    /// chunk); an object without a name fails after those before it.
+    pub(crate) fn extend(&mut self, objs: Vec<K>) -> Result<(), FifoError> {
+        match self {
+            Self::Streamed(stream) => stream.extend(objs),
+            Self::Buffered { .. } => objs.into_iter().try_for_each(|obj| self.add(obj)),
+        }
+    }
+
     /// An object deleted while the list streamed (WatchList).
     pub(crate) fn remove(&mut self, obj: K) -> Result<(), FifoError> {
         match self {
