@@ -47,6 +47,10 @@ const URL_ENV: &str = "KCONTROL_BENCH_WIRE_URL";
 const CA_ENV: &str = "KCONTROL_BENCH_WIRE_CA";
 const ROW_ENV: &str = "KCONTROL_BENCH_WIRE_ROW";
 const BYTES_ENV: &str = "KCONTROL_BENCH_WIRE_BYTES";
+/// A command (split at spaces) to run each sync child under, for
+/// profiling the paced path, for example
+/// `perf record -F 4999 --call-graph dwarf,32768 -o /tmp/perf.sync`.
+const WRAP_ENV: &str = "KCONTROL_BENCH_WIRE_WRAP";
 /// Objects in the capture of the `memory` role (default [`OBJECTS`]).
 const OBJECTS_ENV: &str = "KCONTROL_BENCH_WIRE_OBJECTS";
 
@@ -65,11 +69,27 @@ pub struct Task<'a> {
 }
 
 impl Task<'_> {
+    /// The command that runs `exe` as this child: the sync child under the
+    /// profiler [`WRAP_ENV`] names, if set.
+    fn command(&self, exe: std::path::PathBuf) -> Command {
+        let wrap = std::env::var(WRAP_ENV).unwrap_or_default();
+        let mut words = wrap.split_whitespace();
+        match words.next() {
+            Some(program) if self.role == "sync" => {
+                let mut command = Command::new(program);
+                command.args(words).arg(exe);
+                command
+            }
+            _ => Command::new(exe),
+        }
+    }
+
     /// Runs the task in a fresh child process and returns the JSON object
     /// it printed.
     pub fn run(&self) -> Result<HashMap<String, Value>, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-        let out = Command::new(exe)
+        let out = self
+            .command(exe)
             .arg(CHILD_ARG)
             .env(ROLE_ENV, self.role)
             .env(URL_ENV, self.url)
