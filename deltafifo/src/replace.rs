@@ -122,11 +122,7 @@ impl<K: KubeObject> DeltaFifo<K> {
         let mut keys: HashSet<Arc<str>, RandomState> =
             self.state.lock().queue.keys().cloned().collect();
         if let Some(known) = &self.known {
-            for key in known.list_keys() {
-                if !keys.contains(key.as_str()) {
-                    keys.insert(key.into());
-                }
-            }
+            keys.extend(known.list_shared_keys());
         }
         keys
     }

@@ -14,4 +14,11 @@ pub trait KnownObjects<K>: Send + Sync {
 
     /// The known object with this key.
     fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+
+    /// Every known key, shared with the store where it can (a DeltaFIFO's
+    /// replace holds them all until it ends: shared, a relist of 100,000
+    /// objects copies no key). The default copies [`list_keys`](Self::list_keys).
+    fn list_shared_keys(&self) -> Vec<Arc<str>> {
+        self.list_keys().into_iter().map(Arc::from).collect()
+    }
 }

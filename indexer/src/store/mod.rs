@@ -531,6 +531,10 @@ impl<K: KubeObject> KnownObjects<K> for ThreadSafeStore<K> {
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         ThreadSafeStore::get_by_key(self, key)
     }
+
+    fn list_shared_keys(&self) -> Vec<Arc<str>> {
+        self.inner.read().items.keys().cloned().collect()
+    }
 }
 
 #[cfg(test)]

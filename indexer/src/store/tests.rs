@@ -306,6 +306,14 @@ fn known_objects_reads_the_store() {
     assert_eq!(known.list_keys(), ["a/x"]);
     assert!(known.get_by_key("a/x").is_some());
     assert!(known.get_by_key("a/y").is_none());
+    store.add(cm("b", "y", &[])).unwrap();
+    let mut shared: Vec<String> = known
+        .list_shared_keys()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    shared.sort();
+    assert_eq!(shared, sorted(known.list_keys()));
 }
 
 #[test]
