@@ -163,7 +163,7 @@ where
         items: &mut u64,
     ) -> Result<Page, ReflectorError> {
         // the list's version once the server has sent it (kube-apiserver
-        // sends it before the items), noted once; else each batch's last
+        // sends it before the items), noted once; else each batch's newest
         let mut list_version_noted = false;
         let mut batch = Vec::with_capacity(BATCH);
         while let Some(first) = stream.next().await {
