@@ -151,9 +151,7 @@ impl<K: KubeObject> DeltaFifo<K> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut stream = self.begin_replace()?;
-        for (key, obj) in keyed {
-            stream.add_keyed(key, obj)?;
-        }
+        stream.add_all_keyed(keyed)?;
         stream.finish(resource_version)
     }
 }
