@@ -13,7 +13,7 @@ use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 
 use crate::error::ReflectorError;
-use crate::reflector::Reflector;
+use crate::reflector::{keep_newest, Reflector};
 use crate::relist::Relist;
 use crate::retry::Request;
 
@@ -168,14 +168,12 @@ where
         let mut batch = Vec::with_capacity(BATCH);
         while let Some(first) = stream.next().await {
             let failed = self.take_ready(first, &mut stream, &mut batch).err();
-            let item_version = match stream.resource_version() {
-                Some(_) => None,
-                None => batch
-                    .iter()
-                    .filter_map(|obj| obj.resource_version())
-                    .max_by_key(|rv| (rv.len(), *rv))
-                    .map(str::to_owned),
-            };
+            let mut item_version = None;
+            if stream.resource_version().is_none() {
+                for rv in batch.iter().filter_map(|obj| obj.resource_version()) {
+                    keep_newest(&mut item_version, rv);
+                }
+            }
             *items += batch.len() as u64;
             replace.extend(std::mem::take(&mut batch))?;
             if !replace.is_buffered() {
