@@ -179,7 +179,8 @@ impl<K: KubeObject> ReplaceStream<'_, K> {
         I: IntoIterator,
         I::Item: Into<Arc<K>>,
     {
-        let mut keyed = Vec::new();
+        let objs = objs.into_iter();
+        let mut keyed = Vec::with_capacity(objs.size_hint().0);
         let mut failed = None;
         for obj in objs {
             let obj = obj.into();

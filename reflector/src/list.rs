@@ -175,7 +175,7 @@ where
                 }
             }
             *items += batch.len() as u64;
-            replace.extend(std::mem::take(&mut batch))?;
+            replace.extend(batch.drain(..))?;
             if !replace.is_buffered() {
                 match stream.resource_version() {
                     Some(_) if list_version_noted => {}

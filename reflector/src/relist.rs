@@ -48,7 +48,7 @@ impl<K: KubeObject> Relist<'_, K> {
 
     /// Listed objects in order, handed over at once (a list's decoded
     /// chunk); an object without a name fails after those before it.
-    pub(crate) fn extend(&mut self, objs: Vec<K>) -> Result<(), FifoError> {
+    pub(crate) fn extend(&mut self, objs: impl IntoIterator<Item = K>) -> Result<(), FifoError> {
         match self {
             Self::Streamed(stream) => stream.extend(objs),
             Self::Buffered { .. } => objs.into_iter().try_for_each(|obj| self.add(obj)),
