@@ -104,9 +104,17 @@ impl<K> Serialize for PartialObjectMetadata<K> {
     }
 }
 
+/// [`MetadataOnly`] for k8s-openapi's `ObjectMeta`, which kcontrol-proto
+/// decodes straight from protobuf (without the serde walk).
+#[derive(Deserialize)]
+struct ObjectMetaOnly {
+    #[serde(default, deserialize_with = "kcontrol_proto::deserialize_object_meta")]
+    metadata: ObjectMeta,
+}
+
 impl<'de, K> Deserialize<'de> for PartialObjectMetadata<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        MetadataOnly::<ObjectMeta>::deserialize(deserializer).map(|w| Self::new(w.metadata))
+        ObjectMetaOnly::deserialize(deserializer).map(|w| Self::new(w.metadata))
     }
 }
 

@@ -42,6 +42,8 @@ mod de;
 mod envelope;
 mod error;
 pub mod list;
+#[cfg(feature = "k8s-openapi")]
+mod meta;
 mod schema;
 mod tables;
 pub mod watch;
@@ -51,6 +53,8 @@ pub use de::{from_slice, from_slice_with, DecodeOptions};
 pub use envelope::{envelope, from_object, from_object_with, from_raw, Envelope, MAGIC};
 pub use error::Error;
 pub use list::{ListDecoder, ListPart};
+#[cfg(feature = "k8s-openapi")]
+pub use meta::{deserialize_object_meta, object_meta};
 pub use schema::{kind, Message};
 
 /// The protobuf media type.

@@ -2,7 +2,8 @@
 //! of the 100,000 ConfigMaps decoded from the protobuf list equals the one
 //! decoded from the JSON list, into k8s-openapi's `ConfigMap`,
 //! `CompactConfigMap` and `PartialObjectMetadata<ConfigMap>`; the same for
-//! the WatchList streams and the metadata-only lists.
+//! the WatchList streams and the metadata-only lists (whose ObjectMeta,
+//! managedFields stripped, is decoded straight from the bytes).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::fmt::Debug;
@@ -149,6 +150,26 @@ fn every_item_of_the_protobuf_metadata_list_equals_the_json_one() {
         compare_lists::<PartialObjectMetadata<ConfigMap>>(&json, &pb, PartialEq::eq),
         100_000
     );
+}
+
+#[test]
+fn every_item_of_the_protobuf_metadata_list_decodes_directly_as_by_the_serde_walk() {
+    let Some(pb) = fixture("meta.pb") else {
+        return;
+    };
+    let (items, schema) = pb_items(&pb);
+    let strip = kcontrol_proto::DecodeOptions::default().strip_managed_fields(true);
+    for (n, item) in items.iter().enumerate() {
+        // without stripping, the serde walk decodes the managedFields too
+        let mut walk: PartialObjectMetadata<ConfigMap> =
+            kcontrol_proto::from_slice(item, schema).unwrap();
+        assert!(walk.metadata.managed_fields.is_some(), "item {n}");
+        walk.metadata.managed_fields = None;
+        let direct: PartialObjectMetadata<ConfigMap> =
+            kcontrol_proto::from_slice_with(item, schema, strip).unwrap();
+        assert_eq!(direct, walk, "item {n}");
+    }
+    assert_eq!(items.len(), 100_000);
 }
 
 /// The events of a protobuf watch stream: (type, enveloped object).

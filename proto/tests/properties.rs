@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as pbmeta;
 use kcontrol_indexer::compact::CompactConfigMap;
+use kcontrol_indexer::PartialObjectMetadata;
 use kcontrol_proto::{
     from_object, from_object_with, from_slice, from_slice_with, kind, DecodeOptions, ListDecoder,
 };
@@ -80,6 +81,80 @@ proptest! {
         let got: ConfigMap = from_object_with(&enveloped(bytes), strip).unwrap();
         prop_assert_eq!(&got, &want);
     }
+
+    /// A metadata-only object's ObjectMeta, decoded straight from the bytes
+    /// (`object_meta`, which `PartialObjectMetadata` asks for when
+    /// managedFields are stripped), equals the serde walk's and the JSON's.
+    #[test]
+    fn object_meta_decoded_directly_equals_the_serde_walk(cm in configmap()) {
+        let item = partial(cm.metadata.clone().unwrap());
+        let has_managed_fields = !cm.metadata.as_ref().unwrap().managed_fields.is_empty();
+        let mut want = expected(cm).metadata;
+        want.managed_fields = None;
+        let strip = DecodeOptions::default().strip_managed_fields(true);
+        let direct: PartialObjectMetadata<ConfigMap> =
+            from_slice_with(&item, partial_schema(), strip).unwrap();
+        prop_assert_eq!(&direct.metadata, &want);
+        let walk: Walk = from_slice_with(&item, partial_schema(), strip).unwrap();
+        prop_assert_eq!(&walk.metadata, &want);
+        // kept managedFields go the serde walk's way
+        let whole: PartialObjectMetadata<ConfigMap> = from_slice(&item, partial_schema()).unwrap();
+        prop_assert_eq!(whole.metadata.managed_fields.is_some(), has_managed_fields);
+    }
+
+    /// On damaged bytes (one byte changed, or cut short) the direct decoder
+    /// and the serde walk agree: the same ObjectMeta, or both an error.
+    #[test]
+    fn object_meta_on_damaged_bytes_agrees_with_the_serde_walk(
+        cm in configmap(),
+        at in any::<proptest::sample::Index>(),
+        byte in any::<u8>(),
+        cut in any::<bool>(),
+    ) {
+        let mut meta = cm.metadata.unwrap().encode_to_vec();
+        if !meta.is_empty() {
+            let i = at.index(meta.len());
+            if cut { meta.truncate(i) } else { meta[i] = byte }
+        }
+        let item = wrap(&meta);
+        let strip = DecodeOptions::default().strip_managed_fields(true);
+        let direct = from_slice_with::<PartialObjectMetadata<ConfigMap>>(&item, partial_schema(), strip);
+        let walk = from_slice_with::<Walk>(&item, partial_schema(), strip);
+        match (direct, walk) {
+            (Ok(d), Ok(w)) => prop_assert_eq!(d.metadata, w.metadata),
+            (Err(_), Err(_)) => {}
+            (d, w) => prop_assert!(false, "direct {:?}, walk {:?}", d.map(|d| d.metadata), w.map(|w| w.metadata)),
+        }
+    }
+}
+
+/// A metadata-only object decoded by the serde walk (no direct decoder).
+#[derive(serde::Deserialize)]
+struct Walk {
+    #[serde(default)]
+    metadata: meta::ObjectMeta,
+}
+
+fn partial_schema() -> &'static kcontrol_proto::Message {
+    kind("meta.k8s.io/v1", "PartialObjectMetadata").unwrap()
+}
+
+/// A `PartialObjectMetadata` list item holding `metadata`.
+fn partial(metadata: pbmeta::ObjectMeta) -> Vec<u8> {
+    wrap(&metadata.encode_to_vec())
+}
+
+/// A `PartialObjectMetadata` list item whose field 1 holds `meta`.
+fn wrap(meta: &[u8]) -> Vec<u8> {
+    let mut item = vec![0x0a];
+    let mut len = meta.len();
+    while len >= 0x80 {
+        item.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    item.push(len as u8);
+    item.extend_from_slice(meta);
+    item
 }
 
 /// `raw` in the envelope kube-apiserver sends: `k8s\0` + runtime.Unknown.

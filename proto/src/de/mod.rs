@@ -15,7 +15,7 @@
 
 mod fields;
 mod seq;
-mod special;
+pub(crate) mod special;
 mod value;
 
 use serde::de::{Deserialize, Deserializer, Visitor};
@@ -25,6 +25,12 @@ use crate::schema::Message;
 
 pub(crate) use fields::Fields;
 pub(crate) use special::raw_bytes as raw_field;
+#[cfg(feature = "k8s-openapi")]
+pub(crate) use value::utf8;
+
+/// The newtype name under which a target asks for an ObjectMeta's raw
+/// message (`deserialize_object_meta`, with the `k8s-openapi` feature).
+pub(crate) const OBJECT_META_TOKEN: &str = "$kcontrol_proto::ObjectMeta";
 
 /// How [`from_slice_with`] and [`from_object_with`](crate::from_object_with)
 /// decode, beyond the schema. The default decodes every field.

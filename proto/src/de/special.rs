@@ -65,12 +65,7 @@ pub(crate) fn time(bytes: &[u8], micro: bool) -> Result<TimeText, Error> {
     if micro && !(0..1_000_000_000).contains(&nanos) {
         return Err(Error::new(format!("time nanos {nanos} out of range")));
     }
-    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
-    if !(0..=9999).contains(&year) {
-        return Err(Error::new(format!(
-            "time {seconds}s is outside the years 0-9999 JSON can hold"
-        )));
-    }
+    let (year, month, day) = civil_date(seconds)?;
     let secs = seconds.rem_euclid(86_400);
     // written digit by digit: this runs twice per object of a list
     let mut buf = *b"0000-00-00T00:00:00.000000Z";
@@ -88,6 +83,27 @@ pub(crate) fn time(bytes: &[u8], micro: bool) -> Result<TimeText, Error> {
         20
     };
     Ok(TimeText { buf, len })
+}
+
+/// The civil date of Unix `seconds`, in the years 0-9999 JSON can hold.
+fn civil_date(seconds: i64) -> Result<(i64, u32, u32), Error> {
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    if !(0..=9999).contains(&year) {
+        return Err(Error::new(format!(
+            "time {seconds}s is outside the years 0-9999 JSON can hold"
+        )));
+    }
+    Ok((year, month, day))
+}
+
+/// The Unix seconds of a non-empty Time message, checked as [`time`]
+/// checks them (what the RFC 3339 text would hold; nanos are dropped, as
+/// Go's JSON drops them).
+#[cfg(feature = "k8s-openapi")]
+pub(crate) fn time_seconds(bytes: &[u8]) -> Result<i64, Error> {
+    let (seconds, _) = seconds_nanos(bytes)?;
+    civil_date(seconds)?;
+    Ok(seconds)
 }
 
 /// A formatted time, on the stack.

@@ -7,9 +7,10 @@ use serde::de::{Deserializer, Visitor};
 
 use super::seq::{ArrayItems, MapEntries, Repeated};
 use super::special;
-use super::{DecodeOptions, Fields, StrDe};
+use super::{DecodeOptions, Fields, StrDe, OBJECT_META_TOKEN};
 use crate::error::Error;
 use crate::schema::{Field, Ty};
+use crate::tables::APIMACHINERY__PKG__APIS__META__V1__OBJECT_META as OBJECT_META;
 use crate::wire::{Reader, Value};
 
 /// A field's value; a repeated field or map goes on in `run`.
@@ -55,10 +56,22 @@ impl<'de> Deserializer<'de> for ValueDe<'_, 'de> {
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
+        name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
+        // an ObjectMeta target that decodes the raw message itself
+        // (`deserialize_object_meta`), when managedFields are stripped
+        match (&self.field.ty, self.value) {
+            (Ty::Message(m), Value::Len(bytes))
+                if name == OBJECT_META_TOKEN
+                    && self.options.strips_managed_fields()
+                    && !self.is_run()
+                    && std::ptr::eq(*m, &OBJECT_META) =>
+            {
+                visitor.visit_borrowed_bytes(bytes)
+            }
+            _ => visitor.visit_newtype_struct(self),
+        }
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
