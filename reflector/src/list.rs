@@ -19,7 +19,7 @@ use crate::retry::Request;
 
 /// The most objects of a list handed to the FIFO together: what a 64 KiB
 /// chunk of small objects holds.
-const BATCH: usize = 256;
+pub(crate) const BATCH: usize = 256;
 
 /// What a successful list brought.
 struct Listed {

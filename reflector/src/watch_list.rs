@@ -8,13 +8,14 @@
 
 use std::time::Instant;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kcontrol_client::{Error as ClientError, WatchEvent};
 use kcontrol_indexer::KubeObject;
 use serde::de::DeserializeOwned;
 
 use crate::backoff::watch_timeout_seconds;
 use crate::error::ReflectorError;
+use crate::list::BATCH;
 use crate::lister_watcher::WatchEventStream;
 use crate::metrics::WatchEventType;
 use crate::reflector::{keep_newest, Reflector};
@@ -27,6 +28,9 @@ fn refuses_watch_list(e: &ClientError) -> bool {
     e.api_error()
         .is_some_and(|api| matches!(api.code(), 400 | 403 | 422))
 }
+
+/// A watch stream's next item, taken ahead.
+type Taken<K> = Option<Result<WatchEvent<K>, ClientError>>;
 
 fn unsupported(reason: &str) -> ReflectorError {
     ReflectorError::WatchListUnsupported {
@@ -92,6 +96,8 @@ where
 
     /// Streams the initial events into a replace, finished at the
     /// initial-events-end bookmark; dropped (deleting nothing) on failure.
+    /// ADDED events the stream has ready go to the FIFO together (as a
+    /// list's items: RF9).
     async fn stream_initial_events(
         &self,
         mut stream: WatchEventStream<K>,
@@ -99,19 +105,26 @@ where
     ) -> Result<WatchEventStream<K>, ReflectorError> {
         let mut replace = self.begin_relist()?;
         let mut items = 0u64;
+        let mut batch = Vec::with_capacity(BATCH);
+        // the event after a batch, taken while gathering it
+        let mut taken = None;
         loop {
-            let event = match stream.next().await {
+            let next = match taken.take() {
+                Some(next) => next,
+                None => stream.next().await,
+            };
+            let event = match next {
                 None => return Err(ReflectorError::WatchListIncomplete),
                 Some(Err(e)) => return Err(ReflectorError::Watch(e)),
                 Some(Ok(event)) => event,
             };
             match event {
                 WatchEvent::Added(obj) => {
-                    self.metrics.watch_event(WatchEventType::Added);
-                    let delivered = obj.resource_version().map(str::to_owned);
-                    replace.add(self.prepare(obj)?)?;
-                    self.note_delivered(delivered.as_deref());
-                    items += 1;
+                    let (newest, after) = self.gather_added(obj, &mut stream, &mut batch)?;
+                    taken = after;
+                    items += batch.len() as u64;
+                    replace.extend(batch.drain(..))?;
+                    self.note_delivered(newest.as_deref());
                 }
                 WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
                     self.accept_bookmark(&bookmark)?;
@@ -152,6 +165,35 @@ where
                 WatchEvent::Unknown { event_type, .. } => {
                     return Err(ReflectorError::UnknownEventType(event_type));
                 }
+            }
+        }
+    }
+
+    /// Prepares `first` and every ADDED event the stream has ready without
+    /// waiting (up to [`BATCH`]) into `batch`. Returns the newest version
+    /// among them and the event after them if it was taken (`Some(None)`:
+    /// the stream ended there).
+    fn gather_added(
+        &self,
+        first: K,
+        stream: &mut WatchEventStream<K>,
+        batch: &mut Vec<K>,
+    ) -> Result<(Option<String>, Option<Taken<K>>), ReflectorError> {
+        let mut newest = None;
+        let mut obj = first;
+        loop {
+            self.metrics.watch_event(WatchEventType::Added);
+            if let Some(rv) = obj.resource_version() {
+                keep_newest(&mut newest, rv);
+            }
+            batch.push(self.prepare(obj)?);
+            if batch.len() >= BATCH {
+                return Ok((newest, None));
+            }
+            match stream.next().now_or_never() {
+                None => return Ok((newest, None)),
+                Some(Some(Ok(WatchEvent::Added(next)))) => obj = next,
+                Some(other) => return Ok((newest, Some(other))),
             }
         }
     }
