@@ -29,8 +29,17 @@ fn refuses_watch_list(e: &ClientError) -> bool {
         .is_some_and(|api| matches!(api.code(), 400 | 403 | 422))
 }
 
-/// A watch stream's next item, taken ahead.
+/// A watch stream's next item, taken ahead (`None`: the stream ended).
 type Taken<K> = Option<Result<WatchEvent<K>, ClientError>>;
+
+/// A batch of initial ADDED events gathered (`gather_added`).
+struct Gathered<K> {
+    /// The newest version among the gathered objects.
+    newest: Option<String>,
+    /// The event after them, if it was taken; the failure that stopped
+    /// the batch, if one did.
+    next: Result<Option<Taken<K>>, ReflectorError>,
+}
 
 fn unsupported(reason: &str) -> ReflectorError {
     ReflectorError::WatchListUnsupported {
@@ -120,11 +129,11 @@ where
             };
             match event {
                 WatchEvent::Added(obj) => {
-                    let (newest, after) = self.gather_added(obj, &mut stream, &mut batch)?;
-                    taken = after;
+                    let gathered = self.gather_added(obj, &mut stream, &mut batch);
                     items += batch.len() as u64;
                     replace.extend(batch.drain(..))?;
-                    self.note_delivered(newest.as_deref());
+                    self.note_delivered(gathered.newest.as_deref());
+                    taken = gathered.next?;
                 }
                 WatchEvent::Bookmark(bookmark) if bookmark.is_initial_events_end() => {
                     self.accept_bookmark(&bookmark)?;
@@ -170,31 +179,36 @@ where
     }
 
     /// Prepares `first` and every ADDED event the stream has ready without
-    /// waiting (up to [`BATCH`]) into `batch`. Returns the newest version
-    /// among them and the event after them if it was taken (`Some(None)`:
-    /// the stream ended there).
+    /// waiting (up to [`BATCH`]) into `batch`, as a list's page does
+    /// (`take_ready`): a failure stops it, keeping what came before.
     fn gather_added(
         &self,
         first: K,
         stream: &mut WatchEventStream<K>,
         batch: &mut Vec<K>,
-    ) -> Result<(Option<String>, Option<Taken<K>>), ReflectorError> {
+    ) -> Gathered<K> {
         let mut newest = None;
         let mut obj = first;
-        loop {
+        let next = loop {
             self.metrics.watch_event(WatchEventType::Added);
-            if let Some(rv) = obj.resource_version() {
-                keep_newest(&mut newest, rv);
+            match self.prepare(obj) {
+                Ok(prepared) => {
+                    if let Some(rv) = prepared.resource_version() {
+                        keep_newest(&mut newest, rv);
+                    }
+                    batch.push(prepared);
+                }
+                Err(e) => break Err(e),
             }
-            batch.push(self.prepare(obj)?);
             if batch.len() >= BATCH {
-                return Ok((newest, None));
+                break Ok(None);
             }
             match stream.next().now_or_never() {
-                None => return Ok((newest, None)),
+                None => break Ok(None),
                 Some(Some(Ok(WatchEvent::Added(next)))) => obj = next,
-                Some(other) => return Ok((newest, Some(other))),
+                Some(other) => break Ok(Some(other)),
             }
-        }
+        };
+        Gathered { newest, next }
     }
 }
