@@ -18,7 +18,9 @@
 //! (default `warn`; e.g. `warn,kcontrol_controller::sharding=info` logs
 //! the sharder's start and cache sync), and with `KCONTROL_SHARDS_KEEP`
 //! set the run's directory (replica logs, reconcile log) is kept in the
-//! temporary directory.
+//! temporary directory. `KCONTROL_SHARDS_BIN` runs every replica as
+//! that program (a standalone `sample-controller` build, as deployed)
+//! instead of this binary's embedded copy.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -51,12 +53,18 @@ struct Replica {
 
 impl Replica {
     fn spawn(kubeconfig: &Path, dir: &Path, name: &str, sharded: bool) -> Result<Self, String> {
-        let mut command = child_command()?;
+        let mut command = match std::env::var_os("KCONTROL_SHARDS_BIN") {
+            Some(bin) => Command::new(bin),
+            None => {
+                let mut command = child_command()?;
+                command.arg(CHILD_ARG);
+                command
+            }
+        };
         let out =
             std::fs::File::create(dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
         let err = out.try_clone().map_err(|e| e.to_string())?;
         command
-            .arg(CHILD_ARG)
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args([
