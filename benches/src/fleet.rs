@@ -27,8 +27,8 @@
 //!   (`null` if not within 150 s);
 //! - `retry_after_violations`: requests the server saw from a member
 //!   sooner than the `Retry-After` it had last given that member;
-//! - `failing_seconds`, `rejected_by_limit` (429s of the admission limit),
-//!   `load_1m` (the machine's load average as the row is printed).
+//! - `failing_seconds`, `rejected_by_limit` (429s of the admission limit);
+//!   the report adds `load_1m` and `cpus` to every row.
 
 mod member;
 mod schedule;
@@ -274,16 +274,5 @@ fn to_row(o: &Outcome) -> crate::report::Row {
         ("retry_after_violations", json!(o.violations)),
         ("failing_seconds", json!(o.failing.as_secs_f64())),
         ("rejected_by_limit", json!(o.rejected)),
-        ("load_1m", json!(load_average())),
     ])
-}
-
-/// The one-minute load average (`None` where `/proc/loadavg` is not).
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }

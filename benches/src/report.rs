@@ -25,9 +25,16 @@ impl Row {
 }
 
 impl Row {
-    /// The row with `fields` appended, in their order.
+    /// The row with `fields` appended, in their order; a field the row
+    /// has already takes the new value in its place (a JSON object names
+    /// each key once).
     pub fn with(mut self, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Self {
-        self.0.extend(fields);
+        for (key, value) in fields {
+            match self.0.iter_mut().find(|(k, _)| *k == key) {
+                Some(field) => field.1 = value,
+                None => self.0.push((key, value)),
+            }
+        }
         self
     }
 
@@ -136,5 +143,17 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(parsed["load_1m"].as_f64().unwrap() >= 0.0, "{line}");
         }
+    }
+
+    #[test]
+    fn a_field_the_row_has_is_replaced_in_place_never_repeated() {
+        let line = row([("scenario", json!("x")), ("load_1m", json!(-1.0))])
+            .with([("a", json!(1)), ("scenario", json!("y"))])
+            .with_machine()
+            .to_json();
+        assert!(line.starts_with(r#"{"scenario":"y","load_1m":"#), "{line}");
+        assert_eq!(line.matches("\"load_1m\"").count(), 1, "{line}");
+        assert_eq!(line.matches("\"scenario\"").count(), 1, "{line}");
+        assert!(line.contains(r#""a":1,"cpus":"#), "{line}");
     }
 }
