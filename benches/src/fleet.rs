@@ -3,7 +3,8 @@
 //! once with kcontrol's pacing and once with the client-go preset
 //! ([`PacingPreset::ClientGo`], client-go's rules exactly), without and
 //! with an admission limit like priority and fairness (20 requests in
-//! flight, 429 with `Retry-After: 1` beyond).
+//! flight, 429 with `Retry-After: 1` beyond) on a server that takes
+//! [`Options::limited_service`] to answer each request.
 //!
 //! For each fault the four fleets (two pacings, with and without the
 //! limit) run at the same time, each against a testserver of its own in
@@ -49,6 +50,9 @@ pub use schedule::Fault;
 const OBJECTS: usize = 100;
 /// Requests in flight the limited servers admit.
 const LIMIT: usize = 20;
+/// How long a limited server takes to answer a request by default, in
+/// milliseconds (see [`Options::limited_service`]).
+pub const LIMITED_SERVICE_MS: u64 = 200;
 /// How long a fleet may take to be in sync (before and after a fault).
 const SYNC_TIMEOUT: Duration = Duration::from_secs(150);
 /// How often stores are compared with the server.
@@ -61,6 +65,11 @@ pub struct Options {
     pub clients: usize,
     /// The faults to play, in order.
     pub faults: Vec<Fault>,
+    /// How long the limited servers take to answer each request (seat
+    /// held): a struggling server, the kind an admission limit protects.
+    /// The testserver answers these lists in well under a millisecond, so
+    /// without it requests hardly overlap and the limit never fills.
+    pub limited_service: Duration,
 }
 
 /// What one fleet measured.
@@ -97,7 +106,7 @@ async fn run(report: &mut Report, options: &Options) -> Result<(), String> {
             (PacingPreset::ClientGo, true),
         ];
         let outcomes = futures::future::join_all(
-            runs.map(|(pacing, limited)| fleet(*fault, pacing, limited, options.clients)),
+            runs.map(|(pacing, limited)| fleet(*fault, pacing, limited, options)),
         )
         .await;
         for outcome in outcomes {
@@ -112,8 +121,9 @@ async fn fleet(
     fault: Fault,
     pacing: PacingPreset,
     limited: bool,
-    clients: usize,
+    options: &Options,
 ) -> Result<Outcome, String> {
+    let clients = options.clients;
     let server = TestServer::builder()
         .deployment_simulator(None)
         .start()
@@ -145,6 +155,7 @@ async fn fleet(
     }
     if limited {
         server.faults().limit_in_flight(Some(LIMIT));
+        server.faults().set_latency(options.limited_service);
     }
     server.clear_request_log();
     let start = Instant::now();

@@ -144,6 +144,10 @@ struct Args {
     /// watchlist-429; repeatable) [default: all four].
     #[arg(long, value_name = "FAULT", value_parser = parse_fault)]
     fault: Vec<fleet::Fault>,
+    /// fleet: how long the limited servers take to answer each request,
+    /// holding its seat, in milliseconds [default: 200].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    limited_service_ms: Option<u64>,
 }
 
 impl Args {
@@ -226,6 +230,9 @@ impl Args {
             if !self.fault.is_empty() {
                 return Err("--fault applies to the fleet scenario only".to_owned());
             }
+            if self.limited_service_ms.is_some() {
+                return Err("--limited-service-ms applies to the fleet scenario only".to_owned());
+            }
         }
         let clients = usize::try_from(self.clients.unwrap_or(200)).unwrap_or(200);
         let faults = if self.fault.is_empty() {
@@ -233,7 +240,13 @@ impl Args {
         } else {
             self.fault.clone()
         };
-        Ok(fleet::Options { clients, faults })
+        let limited_service =
+            Duration::from_millis(self.limited_service_ms.unwrap_or(fleet::LIMITED_SERVICE_MS));
+        Ok(fleet::Options {
+            clients,
+            faults,
+            limited_service,
+        })
     }
 }
 
