@@ -20,6 +20,7 @@ use crate::clock::saturating_add;
 use crate::config::QueueConfig;
 use crate::housekeeper;
 use crate::queue::Queue;
+use crate::shared::RELEASE_CHUNK;
 use crate::Item;
 
 /// A work queue with [`DelayingQueue::add_after`], and every method of
@@ -106,11 +107,15 @@ impl<T: Item> DelayingQueue<T> {
             return;
         }
         let hash = shared.hash(&item);
-        let due = saturating_add(now(), delay);
+        let now = now();
+        let due = saturating_add(now, delay);
         let mut locked = shared.lock();
         if locked.schedule(item, hash, due) {
             housekeeper::ensure_running(shared, &mut locked.guard.housekeeper);
         }
+        // What has come due meanwhile goes to the queue now (a chunk): a
+        // producer that keeps taking the lock would keep the timer out.
+        locked.release_due_at(now, RELEASE_CHUNK);
     }
 
     /// Number of items scheduled for later (not yet in the queue).
@@ -129,7 +134,6 @@ mod tests {
 
     use super::*;
     use crate::clock::{Clock, FakeClock};
-    use crate::shared::RELEASE_CHUNK;
 
     /// Many more items than one release chunk come due at once: `len`
     /// counts them all, and consumers get every one, in due order, then
@@ -218,6 +222,19 @@ mod tests {
             assert_eq!(q.len(), n, "{name}");
             q.shut_down();
         }
+    }
+
+    /// The thread that schedules an item also releases what has come due,
+    /// a chunk per hold of the lock: due items do not wait for the timer
+    /// thread to win the lock from a producer that keeps taking it.
+    #[test]
+    fn add_after_releases_a_chunk_of_items_already_due() {
+        let (q, n) = burst_due_on_a_silent_clock();
+        q.add_after(n, Duration::from_secs(3600));
+        let waiting = q.queue.shared.lock().guard.state.len();
+        assert_eq!(waiting, RELEASE_CHUNK, "released by the add_after");
+        assert_eq!(q.len(), n, "the rest are due, the new item is not");
+        q.shut_down();
     }
 
     /// The background thread's round releases a burst a chunk per hold of

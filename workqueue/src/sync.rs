@@ -1,7 +1,8 @@
 //! The synchronization primitives the queue is built on, behind one small
-//! API: parking_lot's locks and std's atomics in normal builds, loom's
-//! under `--cfg loom`, where `tests/loom.rs` model-checks the queue's
-//! protocols (every interleaving of a few threads, within loom's bounds).
+//! API: std's mutex, condition variable and atomics in normal builds,
+//! loom's under `--cfg loom`, where `tests/loom.rs` model-checks the
+//! queue's protocols (every interleaving of a few threads, within loom's
+//! bounds). Both have the same API, so one wrapper serves both.
 //!
 //! Only what the queue uses is here: a mutex whose guard can be let go for
 //! a moment (`unlocked`, `unlocked_fair`), a condition variable with
@@ -10,25 +11,184 @@
 //! passed waits for a notification (loom has no time), and the hint slot
 //! is a small mutex (arc-swap's loads and stores are linearizable, which a
 //! mutex models).
+//!
+//! Why std's mutex and not parking_lot's: on the queue lock, four threads
+//! on two cores (two adding, two getting) spent most of their time in
+//! parking_lot's spin-then-`sched_yield` (half a million yields a second,
+//! each a context switch); std's futex lock spins briefly and then sleeps
+//! until woken, and the same run moves a third more items (BENCHMARKS.md,
+//! `workers-2`). Poison is ignored, as parking_lot has none: a panic in
+//! an item's `Hash`, `Eq` or `Clone` while the lock is held does not make
+//! every later call on the queue panic too.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::PoisonError;
+use std::time::{Duration, Instant};
+
+#[cfg(loom)]
+use loom::sync as base;
+#[cfg(not(loom))]
+use std::sync as base;
+
+pub(crate) use imp::*;
+
+/// The queue's mutex (std's, or loom's in model checks).
+#[derive(Debug, Default)]
+pub(crate) struct Mutex<T>(base::Mutex<T>);
+
+/// Its guard; empty only while [`unlocked`] runs or a wait sleeps.
+pub(crate) struct MutexGuard<'a, T> {
+    mutex: &'a base::Mutex<T>,
+    guard: Option<base::MutexGuard<'a, T>>,
+}
+
+/// Locks, ignoring poison (see the module documentation).
+#[inline]
+fn lock<T>(mutex: &base::Mutex<T>) -> base::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(base::Mutex::new(value))
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+        MutexGuard {
+            mutex: &self.0,
+            guard: Some(lock(&self.0)),
+        }
+    }
+}
+
+impl<T> Deref for MutexGuard<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        match &self.guard {
+            Some(guard) => guard,
+            None => unreachable!("a released guard is not reachable"),
+        }
+    }
+}
+
+impl<T> DerefMut for MutexGuard<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        match &mut self.guard {
+            Some(guard) => guard,
+            None => unreachable!("a released guard is not reachable"),
+        }
+    }
+}
+
+/// Runs `f` with the lock released, then takes it back.
+pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+    drop(guard.guard.take());
+    let result = f();
+    guard.guard = Some(lock(guard.mutex));
+    result
+}
+
+/// Like [`unlocked`], giving the processor away before taking the lock
+/// back, so that a thread blocked on the lock (woken by the release) can
+/// take it first.
+pub(crate) fn unlocked_fair<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
+    unlocked(guard, || {
+        let result = f();
+        yield_now();
+        result
+    })
+}
+
+/// Whether a timed wait timed out.
+pub(crate) struct WaitTimeoutResult(bool);
+
+impl WaitTimeoutResult {
+    pub(crate) fn timed_out(&self) -> bool {
+        self.0
+    }
+}
+
+/// The queue's condition variable, waited on with a [`MutexGuard`].
+#[derive(Debug, Default)]
+pub(crate) struct Condvar(base::Condvar);
+
+impl Condvar {
+    pub(crate) fn new() -> Self {
+        Self(base::Condvar::new())
+    }
+
+    /// Sleeps until notified (or woken spuriously).
+    pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+        if let Some(held) = guard.guard.take() {
+            let held = self.0.wait(held).unwrap_or_else(PoisonError::into_inner);
+            guard.guard = Some(held);
+        }
+    }
+
+    /// Sleeps until notified or until `deadline`.
+    pub(crate) fn wait_until<T>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        deadline: Instant,
+    ) -> WaitTimeoutResult {
+        match deadline.checked_duration_since(Instant::now()) {
+            Some(timeout) if !timeout.is_zero() => self.wait_for(guard, timeout),
+            _ => WaitTimeoutResult(true),
+        }
+    }
+
+    /// Sleeps until notified or for at most `timeout`.
+    pub(crate) fn wait_for<T>(
+        &self,
+        guard: &mut MutexGuard<'_, T>,
+        timeout: Duration,
+    ) -> WaitTimeoutResult {
+        if timeout.is_zero() {
+            return WaitTimeoutResult(true);
+        }
+        let Some(held) = guard.guard.take() else {
+            return WaitTimeoutResult(true);
+        };
+        let (held, timed_out) = timed_wait(&self.0, held, timeout);
+        guard.guard = Some(held);
+        WaitTimeoutResult(timed_out)
+    }
+
+    #[inline]
+    pub(crate) fn notify_one(&self) {
+        self.0.notify_one();
+    }
+
+    pub(crate) fn notify_all(&self) {
+        self.0.notify_all();
+    }
+}
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
+    use std::sync::{Condvar, MutexGuard, PoisonError};
+    use std::time::Duration;
+
     pub(crate) use std::sync::atomic::AtomicBool;
+    pub(crate) use std::thread::yield_now;
 
     /// A published hint, or none.
     pub(crate) type HintSlot<T> = arc_swap::ArcSwapOption<T>;
 
-    /// Runs `f` with the lock released, then takes it back.
-    #[inline]
-    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        MutexGuard::unlocked(guard, f)
-    }
-
-    /// Like [`unlocked`], handing the lock to a thread blocked on it.
-    #[inline]
-    pub(crate) fn unlocked_fair<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        MutexGuard::unlocked_fair(guard, f)
+    /// A wait of at most `timeout`; true if it timed out.
+    pub(super) fn timed_wait<'a, T>(
+        cv: &Condvar,
+        held: MutexGuard<'a, T>,
+        timeout: Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        let (held, result) = cv
+            .wait_timeout(held, timeout)
+            .unwrap_or_else(PoisonError::into_inner);
+        (held, result.timed_out())
     }
 
     /// Starts the named background thread.
@@ -39,152 +199,23 @@ mod imp {
 
 #[cfg(loom)]
 mod imp {
-    use std::ops::{Deref, DerefMut};
-    use std::sync::Arc;
-    use std::time::{Duration, Instant};
+    use std::ops::Deref;
+    use std::sync::{Arc, PoisonError};
+    use std::time::Duration;
+
+    use loom::sync::{Condvar, MutexGuard};
 
     pub(crate) use loom::sync::atomic::AtomicBool;
+    pub(crate) use loom::thread::yield_now;
 
-    /// A loom mutex with parking_lot's API.
-    #[derive(Debug)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-    impl<T: Default> Default for Mutex<T> {
-        fn default() -> Self {
-            Self::new(T::default())
-        }
-    }
-
-    /// Its guard; empty only while [`unlocked`] runs or a wait sleeps.
-    pub(crate) struct MutexGuard<'a, T> {
-        mutex: &'a loom::sync::Mutex<T>,
-        guard: Option<loom::sync::MutexGuard<'a, T>>,
-    }
-
-    /// Locks a loom mutex (it is never poisoned: a panic ends the model).
-    fn lock<T>(mutex: &loom::sync::Mutex<T>) -> loom::sync::MutexGuard<'_, T> {
-        mutex
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(value: T) -> Self {
-            Self(loom::sync::Mutex::new(value))
-        }
-
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            MutexGuard {
-                mutex: &self.0,
-                guard: Some(lock(&self.0)),
-            }
-        }
-    }
-
-    impl<T> MutexGuard<'_, T> {
-        fn held(&self) -> &loom::sync::MutexGuard<'_, T> {
-            match &self.guard {
-                Some(guard) => guard,
-                None => unreachable!("a released guard is not reachable"),
-            }
-        }
-    }
-
-    impl<T> Deref for MutexGuard<'_, T> {
-        type Target = T;
-
-        fn deref(&self) -> &T {
-            self.held()
-        }
-    }
-
-    impl<T> DerefMut for MutexGuard<'_, T> {
-        fn deref_mut(&mut self) -> &mut T {
-            match &mut self.guard {
-                Some(guard) => guard,
-                None => unreachable!("a released guard is not reachable"),
-            }
-        }
-    }
-
-    pub(crate) fn unlocked<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        drop(guard.guard.take());
-        let result = f();
-        guard.guard = Some(lock(guard.mutex));
-        result
-    }
-
-    pub(crate) fn unlocked_fair<T, R>(guard: &mut MutexGuard<'_, T>, f: impl FnOnce() -> R) -> R {
-        unlocked(guard, f)
-    }
-
-    /// Whether a timed wait timed out.
-    pub(crate) struct WaitTimeoutResult(bool);
-
-    impl WaitTimeoutResult {
-        pub(crate) fn timed_out(&self) -> bool {
-            self.0
-        }
-    }
-
-    /// A loom condition variable with parking_lot's API.
-    #[derive(Debug)]
-    pub(crate) struct Condvar(loom::sync::Condvar);
-
-    impl Default for Condvar {
-        fn default() -> Self {
-            Self::new()
-        }
-    }
-
-    impl Condvar {
-        pub(crate) fn new() -> Self {
-            Self(loom::sync::Condvar::new())
-        }
-
-        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-            if let Some(held) = guard.guard.take() {
-                let held = self
-                    .0
-                    .wait(held)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                guard.guard = Some(held);
-            }
-        }
-
-        /// Returns at once, timed out, if `deadline` has passed; else waits
-        /// for a notification.
-        pub(crate) fn wait_until<T>(
-            &self,
-            guard: &mut MutexGuard<'_, T>,
-            deadline: Instant,
-        ) -> WaitTimeoutResult {
-            if deadline <= Instant::now() {
-                return WaitTimeoutResult(true);
-            }
-            self.wait(guard);
-            WaitTimeoutResult(false)
-        }
-
-        pub(crate) fn wait_for<T>(
-            &self,
-            guard: &mut MutexGuard<'_, T>,
-            timeout: Duration,
-        ) -> WaitTimeoutResult {
-            if timeout.is_zero() {
-                return WaitTimeoutResult(true);
-            }
-            self.wait(guard);
-            WaitTimeoutResult(false)
-        }
-
-        pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
-        }
-
-        pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
-        }
+    /// Loom has no time: a wait whose deadline has not passed waits for a
+    /// notification, and never times out.
+    pub(super) fn timed_wait<'a, T>(
+        cv: &Condvar,
+        held: MutexGuard<'a, T>,
+        _timeout: Duration,
+    ) -> (MutexGuard<'a, T>, bool) {
+        (cv.wait(held).unwrap_or_else(PoisonError::into_inner), false)
     }
 
     /// A published hint, or none: a loom mutex around the `Arc`.
@@ -196,11 +227,11 @@ mod imp {
         }
 
         pub(crate) fn load(&self) -> Loaded<T> {
-            Loaded(lock(&self.0).clone())
+            Loaded(super::lock(&self.0).clone())
         }
 
         pub(crate) fn store(&self, value: Option<Arc<T>>) {
-            *lock(&self.0) = value;
+            *super::lock(&self.0) = value;
         }
     }
 
@@ -221,5 +252,3 @@ mod imp {
         Ok(())
     }
 }
-
-pub(crate) use imp::*;
