@@ -1,9 +1,10 @@
 //! The background thread of a delaying queue (and of a queue with
 //! metrics): it sleeps until the earliest scheduled item is due (or the
 //! next metrics update), moves due items into the queue, and sleeps again.
-//! It moves them a chunk at a time and hands the lock fairly to blocked
-//! consumers between chunks, so when thousands come due at once consumers
-//! start on the first ones while the rest are being moved.
+//! It moves them a chunk at a time and lets the lock go between chunks
+//! (giving the processor away, so a blocked consumer can take it), so when
+//! thousands come due at once consumers start on the first ones while the
+//! rest are being moved.
 //!
 //! No tokio runtime is needed, and it never polls: it waits on its
 //! [`Signal`] with a deadline. Its deadline is kept under the queue lock

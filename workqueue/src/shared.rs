@@ -301,10 +301,10 @@ impl<T: Item> Locked<'_, T> {
     }
 
     /// Releases every delayed item due at `now`, [`RELEASE_CHUNK`] at a
-    /// time, handing the lock to waiting threads between chunks (fairly:
-    /// a consumer blocked on the lock gets it before this thread takes it
-    /// back), so consumers take the first released items while the rest
-    /// are still being released.
+    /// time, letting the lock go between chunks and giving the processor
+    /// away (so a consumer blocked on the lock can take it before this
+    /// thread takes it back), so consumers take the first released items
+    /// while the rest are still being released.
     pub(crate) fn release_all_due_in_chunks(&mut self, now: Instant) {
         while self.release_due_at(now, RELEASE_CHUNK) == RELEASE_CHUNK {
             let wakers = std::mem::take(&mut self.wakers);
