@@ -134,6 +134,11 @@ def main():
         confirm=lambda backoff: backoff.full(), relist_after_confirm="now", spread_once=False)
     run("no confirmation, spread once", confirm=never, relist_after_confirm="step",
         spread_once=True)
+    run("confirm after a spread step, then relist at once",
+        confirm=lambda backoff: backoff.spread(), relist_after_confirm="now", spread_once=False)
+    run("confirm after the longer of 1-2 s and a spread step, relist at once",
+        confirm=lambda backoff: max(settle(backoff), backoff.spread()),
+        relist_after_confirm="now", spread_once=False)
 
 
 if __name__ == "__main__":
