@@ -13,11 +13,11 @@
 //! mutex models).
 //!
 //! Why std's mutex and not parking_lot's: on the queue lock, four threads
-//! on two cores (two adding, two getting) spent most of their time in
-//! parking_lot's spin-then-`sched_yield` (half a million yields a second,
-//! each a context switch); std's futex lock spins briefly and then sleeps
-//! until woken, and the same run moves a third more items (BENCHMARKS.md,
-//! `workers-2`). Poison is ignored, as parking_lot has none: a panic in
+//! on two cores (two adding, two getting) spent a third of their time in
+//! the kernel, most of it from parking_lot's spin-then-`sched_yield` (half
+//! a million yields a second, each a context switch); std's futex lock
+//! spins briefly and then sleeps until woken, and the same runs move a
+//! fifth to two fifths more items (BENCHMARKS.md, `workers-2`). Poison is ignored, as parking_lot has none: a panic in
 //! an item's `Hash`, `Eq` or `Clone` while the lock is held does not make
 //! every later call on the queue panic too.
 
