@@ -17,9 +17,11 @@
 //! the kernel, most of it from parking_lot's spin-then-`sched_yield` (half
 //! a million yields a second, each a context switch); std's futex lock
 //! spins briefly and then sleeps until woken, and the same runs move a
-//! fifth to two fifths more items (BENCHMARKS.md, `workers-2`). Poison is ignored, as parking_lot has none: a panic in
-//! an item's `Hash`, `Eq` or `Clone` while the lock is held does not make
-//! every later call on the queue panic too.
+//! fifth to two fifths more items (BENCHMARKS.md, `workers-2`).
+//!
+//! Poison is ignored, as parking_lot has none: a panic in an item's
+//! `Hash`, `Eq` or `Clone` while the lock is held does not make every later
+//! call on the queue panic too.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::PoisonError;
