@@ -131,19 +131,18 @@ impl Condvar {
         }
     }
 
-    /// Sleeps until notified or until `deadline`.
+    /// Sleeps until notified or until `deadline` (timed out at once if it
+    /// has passed).
     pub(crate) fn wait_until<T>(
         &self,
         guard: &mut MutexGuard<'_, T>,
         deadline: Instant,
     ) -> WaitTimeoutResult {
-        match deadline.checked_duration_since(Instant::now()) {
-            Some(timeout) if !timeout.is_zero() => self.wait_for(guard, timeout),
-            _ => WaitTimeoutResult(true),
-        }
+        self.wait_for(guard, deadline.saturating_duration_since(Instant::now()))
     }
 
-    /// Sleeps until notified or for at most `timeout`.
+    /// Sleeps until notified or for at most `timeout` (timed out at once if
+    /// it is zero).
     pub(crate) fn wait_for<T>(
         &self,
         guard: &mut MutexGuard<'_, T>,
